@@ -1,0 +1,95 @@
+// Service configuration, read from the environment so the same build runs in a container, under a
+// process manager or from `npm start`.
+
+export interface Config {
+  /** PostgreSQL URL of the ton-index-worker database; absent = embedded PGlite with demo data. */
+  databaseUrl: string | undefined;
+  host: string;
+  port: number;
+  /** Connections the service may open to PostgreSQL. */
+  poolSize: number;
+  /** Per-statement bound, also applied as PostgreSQL's statement_timeout. */
+  statementTimeoutMs: number;
+  /** /traces limit when the request gives none. */
+  defaultLimit: number;
+  maxLimit: number;
+  /** Traces with more transactions are returned incomplete, without transactions. */
+  maxTraceTransactions: number;
+  /** Print user-friendly addresses in their testnet form. */
+  testnet: boolean;
+  /** Value of Access-Control-Allow-Origin for browser (gRPC-web, Connect, REST) clients. */
+  corsOrigin: string;
+  /** How long SIGTERM waits for requests in flight before closing connections. */
+  shutdownTimeoutMs: number;
+}
+
+interface Setting {
+  env: string;
+  default: string;
+  help: string;
+}
+
+export const settings = {
+  databaseUrl: { env: "DATABASE_URL", default: "", help: "PostgreSQL URL of the index database (read-only access is enough). Empty: start an embedded PGlite database with the demo dataset." },
+  host: { env: "HOST", default: "0.0.0.0", help: "Address to listen on." },
+  port: { env: "PORT", default: "8080", help: "Port serving Connect, gRPC, gRPC-web and REST (0 = any free port)." },
+  poolSize: { env: "DB_POOL_SIZE", default: "10", help: "Maximum PostgreSQL connections." },
+  statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
+  defaultLimit: { env: "DEFAULT_LIMIT", default: "10", help: "Default `limit` of /api/v3/traces." },
+  maxLimit: { env: "MAX_LIMIT", default: "1000", help: "Largest accepted `limit` of /api/v3/traces." },
+  maxTraceTransactions: { env: "MAX_TRACE_TRANSACTIONS", default: "4000", help: "Traces with more transactions are returned with is_incomplete=true and no transactions." },
+  testnet: { env: "TESTNET", default: "false", help: "true: user-friendly addresses use the testnet flag." },
+  corsOrigin: { env: "CORS_ORIGIN", default: "*", help: "Access-Control-Allow-Origin sent to browsers." },
+  shutdownTimeoutMs: { env: "SHUTDOWN_TIMEOUT_MS", default: "10000", help: "Grace period for requests in flight after SIGTERM." },
+} satisfies Record<keyof Config, Setting>;
+
+export class ConfigError extends Error {}
+
+function integer(name: string, value: string, min: number, max: number): number {
+  if (!/^\d+$/.test(value)) throw new ConfigError(`${name} must be a whole number, got "${value}"`);
+  const n = Number(value);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function boolean(name: string, value: string): boolean {
+  const v = value.toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off"].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const read = (s: Setting) => (env[s.env] ?? "").trim() || s.default;
+  const s = settings;
+  const config: Config = {
+    databaseUrl: read(s.databaseUrl) || undefined,
+    host: read(s.host),
+    port: integer(s.port.env, read(s.port), 0, 65535),
+    poolSize: integer(s.poolSize.env, read(s.poolSize), 1, 1000),
+    statementTimeoutMs: integer(s.statementTimeoutMs.env, read(s.statementTimeoutMs), 1, 3_600_000),
+    defaultLimit: integer(s.defaultLimit.env, read(s.defaultLimit), 1, 1_000_000),
+    maxLimit: integer(s.maxLimit.env, read(s.maxLimit), 1, 1_000_000),
+    maxTraceTransactions: integer(s.maxTraceTransactions.env, read(s.maxTraceTransactions), 1, 10_000_000),
+    testnet: boolean(s.testnet.env, read(s.testnet)),
+    corsOrigin: read(s.corsOrigin),
+    shutdownTimeoutMs: integer(s.shutdownTimeoutMs.env, read(s.shutdownTimeoutMs), 0, 600_000),
+  };
+  if (config.defaultLimit > config.maxLimit) {
+    throw new ConfigError(`DEFAULT_LIMIT (${config.defaultLimit}) must not exceed MAX_LIMIT (${config.maxLimit})`);
+  }
+  return config;
+}
+
+export function helpText(): string {
+  const rows = Object.values(settings).map((s) => `  ${s.env.padEnd(24)}${s.help}${s.default ? ` Default: ${s.default}.` : ""}`);
+  return [
+    "tonquery: Connect, gRPC, gRPC-web and toncenter-compatible REST over a ton-index-worker database.",
+    "",
+    "Usage: npm start            (or: node src/main.ts [--help])",
+    "",
+    "Configuration (environment variables):",
+    ...rows,
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,112 @@
+import { create } from "@bufbuild/protobuf";
+import { type Block, BlockSchema } from "../../gen/tonquery/v1/block_pb.ts";
+import { runQuery, type Sql } from "./client.ts";
+import { optional } from "./rows.ts";
+
+/** A `blocks` row as selected below; int8 columns arrive as decimal strings. */
+type BlockRow = {
+  workchain: number;
+  shard: string;
+  seqno: number;
+  root_hash: string | null;
+  file_hash: string | null;
+  mc_block_workchain: number | null;
+  mc_block_shard: string | null;
+  mc_block_seqno: number | null;
+  global_id: number | null;
+  version: number | null;
+  after_merge: boolean | null;
+  before_split: boolean | null;
+  after_split: boolean | null;
+  want_merge: boolean | null;
+  want_split: boolean | null;
+  key_block: boolean | null;
+  vert_seqno_incr: boolean | null;
+  flags: number | null;
+  gen_utime: string | null;
+  start_lt: string | null;
+  end_lt: string | null;
+  validator_list_hash_short: number | null;
+  gen_catchain_seqno: number | null;
+  min_ref_mc_seqno: number | null;
+  prev_key_block_seqno: number | null;
+  vert_seqno: number | null;
+  master_ref_seqno: number | null;
+  rand_seed: string | null;
+  created_by: string | null;
+  tx_count: number | null;
+  /** blockid[] rendered by PostgreSQL as JSON, with the shard as text to keep its 64 bits. */
+  prev_blocks: { workchain: number; shard: string; seqno: number }[];
+  edge: "first" | "last";
+};
+
+export interface MasterchainRange {
+  first: Block;
+  last: Block;
+}
+
+/**
+ * The lowest and the highest indexed masterchain blocks, in one round trip; each side is a single
+ * probe of blocks_index_3 (seqno where workchain = -1). Undefined when no masterchain block is indexed.
+ */
+export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Promise<MasterchainRange | undefined> {
+  const rows = await runQuery(
+    signal,
+    sql<BlockRow[]>`
+      (select ${blockColumns(sql)}, 'first' as edge from blocks b where b.workchain = -1 order by b.seqno asc limit 1)
+      union all
+      (select ${blockColumns(sql)}, 'last' as edge from blocks b where b.workchain = -1 order by b.seqno desc limit 1)
+    `,
+  );
+  const first = rows.find((r) => r.edge === "first");
+  const last = rows.find((r) => r.edge === "last");
+  if (first === undefined || last === undefined) return undefined;
+  return { first: scanBlock(first), last: scanBlock(last) };
+}
+
+function blockColumns(sql: Sql) {
+  return sql`
+    b.workchain, b.shard, b.seqno, b.root_hash, b.file_hash, b.mc_block_workchain, b.mc_block_shard, b.mc_block_seqno,
+    b.global_id, b.version, b.after_merge, b.before_split, b.after_split, b.want_merge, b.want_split, b.key_block,
+    b.vert_seqno_incr, b.flags, b.gen_utime, b.start_lt, b.end_lt, b.validator_list_hash_short, b.gen_catchain_seqno,
+    b.min_ref_mc_seqno, b.prev_key_block_seqno, b.vert_seqno, b.master_ref_seqno, b.rand_seed, b.created_by, b.tx_count,
+    (select coalesce(json_agg(json_build_object('workchain', p.workchain, 'shard', p.shard::text, 'seqno', p.seqno) order by p.ord), '[]'::json)
+       from unnest(b.prev_blocks) with ordinality as p(workchain, shard, seqno, ord)) as prev_blocks`;
+}
+
+function scanBlock(row: BlockRow): Block {
+  return create(BlockSchema, {
+    workchain: row.workchain,
+    shard: row.shard,
+    seqno: row.seqno,
+    rootHash: optional(row.root_hash),
+    fileHash: optional(row.file_hash),
+    globalId: optional(row.global_id),
+    version: optional(row.version),
+    afterMerge: optional(row.after_merge),
+    beforeSplit: optional(row.before_split),
+    afterSplit: optional(row.after_split),
+    wantMerge: optional(row.want_merge),
+    wantSplit: optional(row.want_split),
+    keyBlock: optional(row.key_block),
+    vertSeqnoIncr: optional(row.vert_seqno_incr),
+    flags: optional(row.flags),
+    genUtime: optional(row.gen_utime),
+    startLt: optional(row.start_lt),
+    endLt: optional(row.end_lt),
+    validatorListHashShort: optional(row.validator_list_hash_short),
+    genCatchainSeqno: optional(row.gen_catchain_seqno),
+    minRefMcSeqno: optional(row.min_ref_mc_seqno),
+    prevKeyBlockSeqno: optional(row.prev_key_block_seqno),
+    vertSeqno: optional(row.vert_seqno),
+    masterRefSeqno: optional(row.master_ref_seqno),
+    randSeed: optional(row.rand_seed),
+    createdBy: optional(row.created_by),
+    txCount: optional(row.tx_count),
+    masterchainBlockRef:
+      row.mc_block_workchain === null || row.mc_block_shard === null || row.mc_block_seqno === null
+        ? undefined
+        : { workchain: row.mc_block_workchain, shard: row.mc_block_shard, seqno: row.mc_block_seqno },
+    prevBlocks: row.prev_blocks,
+  });
+}

@@ -1,0 +1,35 @@
+import { PGlite } from "@electric-sql/pglite";
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { readFile } from "node:fs/promises";
+import type { AddressInfo } from "node:net";
+
+export const schemaFile = new URL("../db/schema.sql", import.meta.url);
+
+export async function readSchema(): Promise<string> {
+  return readFile(schemaFile, "utf8");
+}
+
+export interface EmbeddedDatabase {
+  /** postgres:// URL of the in-process server, for the same `postgres` client production uses. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * PostgreSQL in-process (PGlite, in memory) behind a wire-protocol socket on a free loopback port, with
+ * the index schema applied. The service then reaches it exactly as it reaches a real server.
+ */
+export async function startEmbeddedDatabase(maxConnections: number): Promise<EmbeddedDatabase> {
+  const db = await PGlite.create();
+  await db.exec(await readSchema());
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0, maxConnections });
+  await server.start();
+  const address = (server as unknown as { server: { address(): AddressInfo } }).server.address();
+  return {
+    url: `postgres://postgres@127.0.0.1:${address.port}/postgres`,
+    async close() {
+      await server.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,38 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { log } from "./log.ts";
+
+/** HTTP status of a failed REST request. Bad input is 422, as toncenter answers it. */
+export function restStatus(code: Code): number {
+  switch (code) {
+    case Code.InvalidArgument:
+    case Code.OutOfRange:
+    case Code.FailedPrecondition:
+      return 422;
+    case Code.NotFound:
+      return 404;
+    case Code.Unavailable:
+      return 503;
+    case Code.DeadlineExceeded:
+      return 504;
+    case Code.Canceled:
+      return 499;
+    case Code.ResourceExhausted:
+      return 429;
+    case Code.Unimplemented:
+      return 501;
+    default:
+      return 500;
+  }
+}
+
+/**
+ * The error a client sees. Anything that is not already a ConnectError is a bug: it is logged with its
+ * cause and reported as a bare internal error so that no SQL or stack trace leaks.
+ */
+export function publicError(err: unknown, where: string): ConnectError {
+  const error = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+  if (error.code === Code.Internal || error.code === Code.Unknown || error.code === Code.Unavailable) {
+    log.error("request failed", { where, code: Code[error.code], error: error.cause ?? error });
+  }
+  return error;
+}

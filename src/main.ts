@@ -1,0 +1,79 @@
+import postgres from "postgres";
+import { ConfigError, helpText, loadConfig } from "./config.ts";
+import { openDatabase } from "./db/client.ts";
+import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
+import { loadDemoDataset } from "./demo/dataset.ts";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
+import { log } from "./log.ts";
+import { createServer } from "./server.ts";
+import { usageExamples } from "./usage.ts";
+
+async function main(): Promise<number> {
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    process.stdout.write(helpText());
+    return 0;
+  }
+  const config = loadConfig();
+
+  let embedded: EmbeddedDatabase | undefined;
+  let databaseUrl = config.databaseUrl;
+  if (databaseUrl === undefined) {
+    embedded = await startEmbeddedDatabase(config.poolSize + 1);
+    databaseUrl = embedded.url;
+    const writer = postgres(databaseUrl, { max: 1, onnotice: () => {} });
+    await loadDemoDataset(writer);
+    await writer.end();
+  }
+
+  const sql = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const version = await checkSchemaVersion(sql);
+  const server = createServer({ sql, config });
+  const address = await server.listen(config.port, config.host);
+
+  const host = address.address === "0.0.0.0" || address.address === "::" ? "127.0.0.1" : address.address;
+  const baseUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
+  log.info("tonquery ready", {
+    url: baseUrl,
+    database: embedded ? "embedded PGlite with the demo dataset" : redact(databaseUrl),
+    schema: formatVersion(version),
+  });
+  process.stdout.write(usageExamples(baseUrl, embedded !== undefined));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down", { signal });
+    await server.close();
+    await sql.end({ timeout: 5 });
+    await embedded?.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+  return -1;
+}
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable DATABASE_URL)";
+  }
+}
+
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError || err instanceof UnsupportedSchemaError) {
+      process.stderr.write(`tonquery: ${err.message}\n`);
+      process.exit(err instanceof ConfigError ? 2 : 1);
+    }
+    log.error("start-up failed", { error: err });
+    process.exit(1);
+  },
+);

@@ -1,0 +1,143 @@
+import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
+import type { OutgoingHttpHeaders } from "node:http";
+import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
+import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
+import { publicError, restStatus } from "../errors.ts";
+import { presentMasterchainInfo } from "../present/v3/block.ts";
+import type { TonQueryServiceImpl } from "../service.ts";
+
+/** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
+type Dialect = "v3" | "v2";
+
+interface Route {
+  dialect: Dialect;
+  method: DescMethod;
+  handle(query: URLSearchParams, context: HandlerContext): Promise<unknown>;
+}
+
+/**
+ * Binds a legacy path to an RPC: parse the query into the RPC's request message (bad input throws
+ * InvalidArgument), call the same service method the RPC doors call, present the result as legacy JSON.
+ */
+function route<I extends DescMessage, O extends DescMessage, R>(
+  dialect: Dialect,
+  method: DescMethodUnary<I, O>,
+  parse: (query: URLSearchParams) => MessageShape<I>,
+  call: (request: MessageShape<I>, context: HandlerContext) => Promise<R>,
+  present: (response: R, request: MessageShape<I>) => unknown,
+): Route {
+  return {
+    dialect,
+    method,
+    async handle(query, context) {
+      const request = parse(query);
+      return present(await call(request, context), request);
+    },
+  };
+}
+
+export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
+  const m = TonQueryService.method;
+  return new Map([
+    [
+      "/api/v3/masterchainInfo",
+      route(
+        "v3",
+        m.getMasterchainInfo,
+        () => create(m.getMasterchainInfo.input),
+        (request, context) => service.getMasterchainInfo(request, context),
+        presentMasterchainInfo,
+      ),
+    ],
+  ]);
+}
+
+export interface RestOptions {
+  service: TonQueryServiceImpl;
+  shutdownSignal: AbortSignal;
+  /** Upper bound of one request, as a Connect client's deadline would be. */
+  timeoutMs: number;
+}
+
+/** The REST door: a Node request handler for the legacy paths; anything else goes to `next`. */
+export function restHandler(options: RestOptions, next: HttpHandler): HttpHandler {
+  const routes = restRoutes(options.service);
+  return (req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const found = routes.get(url.pathname);
+    if (found === undefined) {
+      next(req, res);
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      sendJson(res, 405, errorBody(found.dialect, 405, `method ${req.method} not allowed: use GET`), { allow: "GET, HEAD" });
+      return;
+    }
+    void serve(found, url, req, res, options);
+  };
+}
+
+async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse, options: RestOptions) {
+  const clientGone = new AbortController();
+  res.once("close", () => clientGone.abort());
+  const context = createHandlerContext({
+    service: TonQueryService,
+    method: found.method,
+    protocolName: "rest",
+    requestMethod: req.method ?? "GET",
+    url: url.toString(),
+    timeoutMs: options.timeoutMs,
+    shutdownSignal: options.shutdownSignal,
+    requestSignal: clientGone.signal,
+    requestHeader: headersOf(req),
+  });
+  try {
+    const body = await found.handle(url.searchParams, context);
+    sendJson(res, 200, found.dialect === "v2" ? { ok: true, result: body } : body, {}, req.method === "HEAD");
+  } catch (err) {
+    const error = publicError(err, `REST ${url.pathname}`);
+    const status = restStatus(error.code);
+    sendJson(res, status, errorBody(found.dialect, status, error.rawMessage), {}, req.method === "HEAD");
+  } finally {
+    context.abort();
+  }
+}
+
+function errorBody(dialect: Dialect, status: number, message: string) {
+  return dialect === "v2" ? { ok: false, error: message, code: status } : { error: message };
+}
+
+function headersOf(req: HttpRequest): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
+}
+
+/** The part of an HTTP/1.1 or HTTP/2 response that writing a JSON body needs. */
+interface ResponseSink {
+  readonly headersSent: boolean;
+  readonly writableEnded: boolean;
+  writeHead(status: number, headers: OutgoingHttpHeaders): unknown;
+  end(chunk: string): unknown;
+}
+
+export function sendJson(res: ResponseSink, status: number, body: unknown, extraHeaders: Record<string, string> = {}, headOnly = false): void {
+  if (res.headersSent || res.writableEnded) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    ...extraHeaders,
+  });
+  res.end(headOnly ? "" : text);
+}
+
+export function sendEmpty(res: ResponseSink, status: number, headers: OutgoingHttpHeaders): void {
+  res.writeHead(status, headers);
+  res.end("");
+}

@@ -1,0 +1,88 @@
+import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { AddressInfo } from "node:net";
+import { runQuery } from "./db/client.ts";
+import { publicError } from "./errors.ts";
+import { restHandler, sendEmpty, sendJson } from "./rest/router.ts";
+import { connectRoutes, createTonQueryService } from "./service.ts";
+import type { ServiceDeps } from "./service-deps.ts";
+import { createSinglePortServer, type HttpHandler } from "./single-port.ts";
+
+export interface Server {
+  listen(port: number, host?: string): Promise<AddressInfo>;
+  /** Graceful stop: no new connections, requests in flight get the configured grace period. */
+  close(): Promise<void>;
+}
+
+/** Logs what the RPC doors fail with and keeps internals out of the message, as the REST door does. */
+const errorInterceptor: Interceptor = (next) => async (request) => {
+  try {
+    return await next(request);
+  } catch (err) {
+    throw publicError(err, `RPC ${request.method.parent.typeName}/${request.method.name}`);
+  }
+};
+
+/**
+ * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
+ * gRPC-web for the typed API, the legacy REST paths, /healthz, and CORS for browsers, all on one port.
+ */
+export function createServer(deps: ServiceDeps): Server {
+  const shutdown = new AbortController();
+  const service = createTonQueryService(deps);
+
+  const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
+  const health = healthHandler(deps);
+  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.statementTimeoutMs * 4 }, (req, res) =>
+    new URL(req.url ?? "/", "http://localhost").pathname === "/healthz" ? health(req, res) : notFound(req, res),
+  );
+  const rpc = connectNodeAdapter({
+    routes: connectRoutes(service),
+    interceptors: [errorInterceptor],
+    fallback: rest,
+    shutdownSignal: shutdown.signal,
+    // Requests are small; refuse large bodies before parsing them.
+    readMaxBytes: 64 * 1024,
+  });
+  const withCors = corsHandler(deps.config.corsOrigin, rpc);
+  const server = createSinglePortServer(withCors);
+
+  return {
+    listen: (port, host = deps.config.host) => server.listen(port, host),
+    close: () => server.close(deps.config.shutdownTimeoutMs, () => shutdown.abort()),
+  };
+}
+
+function corsHandler(origin: string, next: HttpHandler): HttpHandler {
+  const allowHeaders = connectCors.allowedHeaders.join(", ");
+  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message"].join(", ");
+  return (req, res) => {
+    if (req.headers.origin === undefined) {
+      next(req, res);
+      return;
+    }
+    res.setHeader("access-control-allow-origin", origin);
+    res.setHeader("access-control-expose-headers", exposeHeaders);
+    if (origin !== "*") res.setHeader("vary", "Origin");
+    if (req.method === "OPTIONS") {
+      sendEmpty(res, 204, {
+        "access-control-allow-methods": connectCors.allowedMethods.join(", "),
+        "access-control-allow-headers": req.headers["access-control-request-headers"] ?? allowHeaders,
+        "access-control-max-age": "7200",
+      });
+      return;
+    }
+    next(req, res);
+  };
+}
+
+/** Liveness and readiness in one: 200 when the database answers, 503 otherwise. */
+function healthHandler(deps: ServiceDeps): HttpHandler {
+  return (_req, res) => {
+    const signal = AbortSignal.timeout(2000);
+    runQuery(signal, deps.sql`select 1`).then(
+      () => sendJson(res, 200, { status: "ok" }),
+      () => sendJson(res, 503, { status: "unavailable", error: "database unavailable" }),
+    );
+  };
+}

@@ -1,0 +1,19 @@
+import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { type GetMasterchainInfoRequest, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
+import type { ServiceDeps } from "./service-deps.ts";
+
+/** The one implementation behind both doors: Connect/gRPC/gRPC-web call it through the router, REST directly. */
+export function createTonQueryService(deps: ServiceDeps) {
+  return {
+    getMasterchainInfo: (request: GetMasterchainInfoRequest, context: HandlerContext) => getMasterchainInfo(deps, request, context),
+  } satisfies Partial<ServiceImpl<typeof TonQueryService>>;
+}
+
+export type TonQueryServiceImpl = ReturnType<typeof createTonQueryService>;
+
+export function connectRoutes(service: TonQueryServiceImpl) {
+  return (router: ConnectRouter) => {
+    router.service(TonQueryService, service);
+  };
+}

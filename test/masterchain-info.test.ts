@@ -1,0 +1,96 @@
+import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetMasterchainInfoRequestSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import { loadConfig } from "../src/config.ts";
+import { readRecording } from "../src/demo/dataset.ts";
+import { IndexLoader } from "../src/fixtures/loader.ts";
+import type { RecordedMasterchainInfo } from "../src/fixtures/recorded.ts";
+import { getMasterchainInfo } from "../src/handlers/masterchain-info.ts";
+import { presentMasterchainInfo } from "../src/present/v3/block.ts";
+import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
+
+const recordings = ["masterchainInfo_mainnet_gem_1.json", "masterchainInfo_testnet_crosschain_1.json"];
+
+describe.each(recordings)("masterchainInfo reproduces %s", (file) => {
+  let db: TestDatabase;
+  let server: TestServer;
+  let recording: RecordedMasterchainInfo;
+
+  beforeAll(async () => {
+    recording = await readRecording<RecordedMasterchainInfo>(file);
+    db = await createTestDatabase();
+    await new IndexLoader().addMasterchainInfo(recording).write(db.admin);
+    server = await startTestServer(db.url);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await db?.drop();
+  });
+
+  it("answers GET /api/v3/masterchainInfo exactly as recorded", async () => {
+    const { status, body, headers } = await server.rest("/api/v3/masterchainInfo");
+    expect(status).toBe(200);
+    expect(headers.get("content-type")).toMatch(/^application\/json/);
+    expect(body).toEqual(recording);
+  });
+
+  it.each(rpcProtocols)("returns the same blocks over %s", async (protocol) => {
+    const response = await server.client(protocol).getMasterchainInfo({});
+    expect(response.first?.shard).toBe("-9223372036854775808");
+    expect(response.last?.seqno).toBe(recording.last.seqno);
+    expect(presentMasterchainInfo(response)).toEqual(recording);
+  });
+
+  it("works as a plain function with a handler context", async () => {
+    const context = createHandlerContext({
+      service: TonQueryService,
+      method: TonQueryService.method.getMasterchainInfo,
+      protocolName: "test",
+      requestMethod: "POST",
+      url: "/tonquery.v1.TonQueryService/GetMasterchainInfo",
+    });
+    const response = await getMasterchainInfo(
+      { sql: server.sql, config: loadConfig({}) },
+      create(GetMasterchainInfoRequestSchema),
+      context,
+    );
+    expect(response.first?.seqno).toBe(recording.first.seqno);
+    expect(response.last?.rootHash).toBe(recording.last.root_hash);
+  });
+});
+
+describe("masterchainInfo on an index without blocks", () => {
+  let db: TestDatabase;
+  let server: TestServer;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    server = await startTestServer(db.url);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await db?.drop();
+  });
+
+  it("answers REST with 404 and a clear error", async () => {
+    const { status, body } = await server.rest("/api/v3/masterchainInfo");
+    expect(status).toBe(404);
+    expect(body).toEqual({ error: "no blocks indexed: the database holds no masterchain block yet" });
+  });
+
+  it.each(rpcProtocols)("answers %s with NotFound", async (protocol) => {
+    const failure = await server.client(protocol).getMasterchainInfo({}).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(ConnectError);
+    expect((failure as ConnectError).code).toBe(Code.NotFound);
+    expect((failure as ConnectError).rawMessage).toBe("no blocks indexed: the database holds no masterchain block yet");
+  });
+
+  it("ignores shard blocks when looking for masterchain ones", async () => {
+    const recording = await readRecording<RecordedMasterchainInfo>("masterchainInfo_mainnet_gem_1.json");
+    const shardBlock = { ...recording.last, workchain: 0, shard: "8000000000000000", masterchain_block_ref: null, prev_blocks: [] };
+    await new IndexLoader().addBlock(shardBlock).write(db.admin);
+    expect((await server.rest("/api/v3/masterchainInfo")).status).toBe(404);
+  });
+});

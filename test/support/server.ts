@@ -1,0 +1,50 @@
+import { createClient, type Client, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
+import { loadConfig, type Config } from "../../src/config.ts";
+import { openDatabase, type Sql } from "../../src/db/client.ts";
+import { createServer, type Server } from "../../src/server.ts";
+
+export type RpcProtocol = "connect" | "grpc" | "grpc-web";
+export const rpcProtocols: RpcProtocol[] = ["connect", "grpc", "grpc-web"];
+
+export interface TestServer {
+  baseUrl: string;
+  config: Config;
+  server: Server;
+  sql: Sql;
+  client(protocol: RpcProtocol): Client<typeof TonQueryService>;
+  /** GET a REST path; returns the status and the parsed JSON body. */
+  rest(pathAndQuery: string): Promise<{ status: number; body: unknown; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+/** The real server, listening on a free loopback port, reading `databaseUrl` as the service does. */
+export async function startTestServer(databaseUrl: string, env: Record<string, string> = {}): Promise<TestServer> {
+  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ...env });
+  const sql = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const server = createServer({ sql, config });
+  const address = await server.listen(0, "127.0.0.1");
+  const baseUrl = `http://127.0.0.1:${address.port}`;
+  const transports: Record<RpcProtocol, Transport> = {
+    connect: createConnectTransport({ baseUrl, httpVersion: "1.1" }),
+    grpc: createGrpcTransport({ baseUrl }),
+    "grpc-web": createGrpcWebTransport({ baseUrl, httpVersion: "1.1" }),
+  };
+  return {
+    baseUrl,
+    config,
+    server,
+    sql,
+    client: (protocol) => createClient(TonQueryService, transports[protocol]),
+    async rest(pathAndQuery) {
+      const response = await fetch(`${baseUrl}${pathAndQuery}`);
+      const text = await response.text();
+      return { status: response.status, body: text === "" ? undefined : (JSON.parse(text) as unknown), headers: response.headers };
+    },
+    async close() {
+      await server.close();
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
