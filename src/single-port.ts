@@ -29,6 +29,9 @@ export function createSinglePortServer(handler: HttpHandler): SinglePortServer {
   // Large trace pages multiplexed on one gRPC connection exceed the 10 MB default session budget.
   const h2 = http2.createServer({ maxSessionMemory: 128 }, handler);
   const sockets = new Set<net.Socket>();
+  // Requests in flight per HTTP/1.1 connection: an idle keep-alive connection can be closed at once on
+  // shutdown (the HTTP/1.1 server never listens itself, so its own idle tracking does not apply).
+  const http1Busy = new Map<net.Socket, number>();
   const sessions = new Set<http2.ServerHttp2Session>();
   let closing = false;
 
@@ -37,13 +40,23 @@ export function createSinglePortServer(handler: HttpHandler): SinglePortServer {
     session.once("close", () => sessions.delete(session));
     if (closing) session.close();
   });
-  http1.on("request", (_req, res: http.ServerResponse) => {
+  http1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const socket = req.socket;
+    http1Busy.set(socket, (http1Busy.get(socket) ?? 0) + 1);
+    res.once("close", () => {
+      const left = (http1Busy.get(socket) ?? 1) - 1;
+      http1Busy.set(socket, left);
+      if (closing && left === 0) socket.destroySoon();
+    });
     if (closing) res.setHeader("connection", "close");
   });
 
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      http1Busy.delete(socket);
+    });
     let received = Buffer.alloc(0);
     const dropSilent = () => socket.destroy();
     socket.setTimeout(sniffTimeoutMs, dropSilent);
@@ -62,6 +75,7 @@ export function createSinglePortServer(handler: HttpHandler): SinglePortServer {
         // The HTTP/2 session takes over the socket's handle and reads what is already buffered itself.
         h2.emit("connection", socket);
       } else {
+        http1Busy.set(socket, 0);
         http1.emit("connection", socket);
         socket.resume();
       }
@@ -83,14 +97,13 @@ export function createSinglePortServer(handler: HttpHandler): SinglePortServer {
       closing = true;
       const stopped = new Promise<void>((resolve) => tcp.close(() => resolve()));
       for (const session of sessions) session.close();
+      for (const [socket, busy] of http1Busy) if (busy === 0) socket.destroySoon();
       const deadline = Date.now() + graceMs;
       while (sockets.size > 0 && Date.now() < deadline) {
-        http1.closeIdleConnections();
-        await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setTimeout(r, 20));
       }
       if (sockets.size > 0) {
         onGraceExpired();
-        http1.closeAllConnections();
         for (const session of sessions) session.destroy();
         for (const socket of sockets) socket.destroy();
       }

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, helpText, loadConfig, settings } from "../src/config.ts";
+import { shardToUnsignedHex, unsignedHexToShard } from "../src/ton/shard.ts";
+
+describe("configuration", () => {
+  it("has documented defaults", () => {
+    expect(loadConfig({})).toEqual({
+      databaseUrl: undefined,
+      host: "0.0.0.0",
+      port: 8080,
+      poolSize: 10,
+      statementTimeoutMs: 3000,
+      defaultLimit: 10,
+      maxLimit: 1000,
+      maxTraceTransactions: 4000,
+      testnet: false,
+      corsOrigin: "*",
+      shutdownTimeoutMs: 10000,
+    });
+  });
+
+  it("reads every setting from its environment variable", () => {
+    const config = loadConfig({
+      DATABASE_URL: "postgres://reader@db/index",
+      HOST: "127.0.0.1",
+      PORT: "9000",
+      DB_POOL_SIZE: "4",
+      STATEMENT_TIMEOUT_MS: "500",
+      DEFAULT_LIMIT: "20",
+      MAX_LIMIT: "200",
+      MAX_TRACE_TRANSACTIONS: "100",
+      TESTNET: "true",
+      CORS_ORIGIN: "https://app.example",
+      SHUTDOWN_TIMEOUT_MS: "0",
+    });
+    expect(config).toMatchObject({ databaseUrl: "postgres://reader@db/index", port: 9000, poolSize: 4, testnet: true, maxLimit: 200 });
+  });
+
+  it.each([
+    [{ PORT: "http" }, "PORT must be a whole number"],
+    [{ PORT: "70000" }, "PORT must be between 0 and 65535"],
+    [{ TESTNET: "maybe" }, "TESTNET must be true or false"],
+    [{ DB_POOL_SIZE: "0" }, "DB_POOL_SIZE must be between 1 and 1000"],
+    [{ DEFAULT_LIMIT: "2000" }, "DEFAULT_LIMIT (2000) must not exceed MAX_LIMIT (1000)"],
+  ])("refuses %o", (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it("lists every variable in --help", () => {
+    const text = helpText();
+    for (const setting of Object.values(settings)) expect(text).toContain(setting.env);
+  });
+});
+
+describe("shard ids", () => {
+  it.each([
+    ["-9223372036854775808", "8000000000000000"],
+    ["6917529027641081856", "6000000000000000"],
+    ["-6917529027641081856", "A000000000000000"],
+  ])("prints %s as toncenter's %s and back", (signed, hex) => {
+    expect(shardToUnsignedHex(signed)).toBe(hex);
+    expect(unsignedHexToShard(hex)).toBe(signed);
+  });
+});

@@ -1,0 +1,145 @@
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoRecordings, readRecording } from "../src/demo/dataset.ts";
+import type { RecordedMasterchainInfo } from "../src/fixtures/recorded.ts";
+import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+
+// What a newcomer does: `npm start`, then paste the commands it prints.
+
+const projectRoot = new URL("..", import.meta.url).pathname;
+const run = promisify(execFile);
+
+interface Started {
+  child: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+function start(env: Record<string, string>, args: string[] = []): Started {
+  const child = spawn(process.execPath, ["src/main.ts", ...args], {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", HOST: "127.0.0.1", PORT: "0", ...env },
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+async function waitFor(started: Started, text: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!started.stdout().includes(text)) {
+    if (started.child.exitCode !== null) throw new Error(`exited early: ${started.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for "${text}"; stderr: ${started.stderr()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The printed command lines, continuation-free, in order. */
+function printedCommands(stdout: string): string[] {
+  return stdout
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith("curl ") || line.startsWith("npx buf curl ") || line.startsWith("Health: curl "));
+}
+
+describe("npm start with no DATABASE_URL", () => {
+  let started: Started;
+  let recording: RecordedMasterchainInfo;
+
+  beforeAll(async () => {
+    recording = await readRecording<RecordedMasterchainInfo>(demoRecordings.masterchainInfo);
+    started = start({});
+    await waitFor(started, "Health: curl");
+  });
+  afterAll(async () => {
+    if (started.child.exitCode === null) started.child.kill("SIGKILL");
+  });
+
+  it("prints a REST, a Connect, a gRPC and a gRPC-web command", () => {
+    const commands = printedCommands(started.stdout());
+    expect(commands.filter((c) => c.startsWith("curl http"))).toHaveLength(1);
+    expect(commands.some((c) => c.startsWith("curl -H 'content-type: application/json' -d '{}'"))).toBe(true);
+    expect(commands.some((c) => c.includes("--protocol grpc --http2-prior-knowledge"))).toBe(true);
+    expect(commands.some((c) => c.includes("--protocol grpcweb"))).toBe(true);
+  });
+
+  it("serves the demo's first and last blocks through every printed command", async () => {
+    const commands = printedCommands(started.stdout());
+    for (const command of commands) {
+      const url = command.split(" ").at(-1) ?? "";
+      if (command.startsWith("npx buf curl ")) {
+        const args = command.split(" ").slice(2);
+        const { stdout } = await run(`${projectRoot}node_modules/.bin/buf`, args, { cwd: projectRoot });
+        const response = JSON.parse(stdout) as { first: { seqno: number }; last: { seqno: number; rootHash: string } };
+        expect(response.first.seqno).toBe(recording.first.seqno);
+        expect(response.last.rootHash).toBe(recording.last.root_hash);
+      } else if (command.startsWith("curl -H")) {
+        const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+        const body = (await response.json()) as { first: { seqno: number }; last: { seqno: number } };
+        expect([body.first.seqno, body.last.seqno]).toEqual([recording.first.seqno, recording.last.seqno]);
+      } else if (command.startsWith("Health:")) {
+        expect(await (await fetch(url)).json()).toEqual({ status: "ok" });
+      } else {
+        expect(await (await fetch(url)).json()).toEqual(recording);
+      }
+    }
+  });
+
+  it("stops cleanly on SIGTERM", async () => {
+    started.child.kill("SIGTERM");
+    expect(await started.exited).toBe(0);
+    expect(started.stderr()).toContain('"message":"shutting down"');
+  });
+});
+
+describe("npm start against a database", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("serves it and says where, without the password", async () => {
+    const url = new URL(db.url);
+    url.password = "secret";
+    const started = start({ DATABASE_URL: url.toString() });
+    try {
+      await waitFor(started, "Health: curl");
+      expect(started.stderr()).not.toContain("secret");
+      expect(started.stdout()).not.toContain("demo dataset");
+    } finally {
+      started.child.kill("SIGTERM");
+      await started.exited;
+    }
+  });
+
+  it("refuses an unsupported schema version with a clear message", async () => {
+    await db.admin`update ton_db_version set minor = 3, patch = 0`;
+    const started = start({ DATABASE_URL: db.url });
+    expect(await started.exited).toBe(1);
+    expect(started.stderr()).toContain("unsupported ton-index-worker schema 1.3.0: tonquery reads schema 1.2.x");
+    await db.admin`update ton_db_version set minor = 2, patch = 10`;
+  });
+});
+
+describe("npm start --help", () => {
+  it("documents the configuration and exits", async () => {
+    const started = start({}, ["--help"]);
+    expect(await started.exited).toBe(0);
+    expect(started.stdout()).toContain("DATABASE_URL");
+    expect(started.stdout()).toContain("STATEMENT_TIMEOUT_MS");
+  });
+
+  it("refuses a bad setting with exit code 2", async () => {
+    const started = start({ PORT: "abc" });
+    expect(await started.exited).toBe(2);
+    expect(started.stderr()).toContain("PORT must be a whole number");
+  });
+});
