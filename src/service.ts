@@ -1,5 +1,10 @@
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { type GetMasterchainInfoRequest, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import {
+  type GetAdjacentTransactionsRequest,
+  type GetMasterchainInfoRequest,
+  TonQueryService,
+} from "../gen/tonquery/v1/service_pb.ts";
+import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
@@ -7,6 +12,8 @@ import type { ServiceDeps } from "./service-deps.ts";
 export function createTonQueryService(deps: ServiceDeps) {
   return {
     getMasterchainInfo: (request: GetMasterchainInfoRequest, context: HandlerContext) => getMasterchainInfo(deps, request, context),
+    getAdjacentTransactions: (request: GetAdjacentTransactionsRequest, context: HandlerContext) =>
+      getAdjacentTransactions(deps, request, context),
   } satisfies Partial<ServiceImpl<typeof TonQueryService>>;
 }
 

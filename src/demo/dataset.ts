@@ -1,7 +1,12 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import type { Sql } from "../db/client.ts";
 import { IndexLoader } from "../fixtures/loader.ts";
-import type { RecordedMasterchainInfo } from "../fixtures/recorded.ts";
+import type {
+  RecordedMasterchainInfo,
+  RecordedTrace,
+  RecordedTracesResponse,
+  RecordedTransactionsResponse,
+} from "../fixtures/recorded.ts";
 
 /** The project's copies of real toncenter responses (provenance in fixtures/toncenter/SOURCES.md). */
 export const recordingsDir = new URL("../../fixtures/toncenter/", import.meta.url);
@@ -10,14 +15,32 @@ export async function readRecording<T>(name: string): Promise<T> {
   return JSON.parse(await readFile(new URL(name, recordingsDir), "utf8")) as T;
 }
 
-/** Mainnet recordings the demo serves. */
+/**
+ * Mainnet recordings the demo serves. File names carry the network (SOURCES.md), except the ton-org docs trace,
+ * which SOURCES.md gives as mainnet; testnet recordings stay out so the demo is one consistent chain.
+ */
 export const demoRecordings = {
   masterchainInfo: "masterchainInfo_mainnet_gem_1.json",
+  /** /traces responses, and the bare array of traces of mc block 35120456. */
+  traces: /^traces_(array_)?mainnet_.+\.json$|^traces_telegram_stars_swap_1\.json$/,
+  /**
+   * /transactionsByMessage responses. Not transactionsByMasterchainBlock: its block (51319006) lies above the
+   * recorded last block, and masterchainInfo would then report a block the recordings know only by id.
+   */
+  transactions: /^transactionsByMessage_mainnet_.+\.json$/,
 } as const;
 
 /** Fills an empty index with the demo's real mainnet data. */
 export async function loadDemoDataset(sql: Sql): Promise<void> {
-  const loader = new IndexLoader();
-  loader.addMasterchainInfo(await readRecording<RecordedMasterchainInfo>(demoRecordings.masterchainInfo));
+  const names = (await readdir(recordingsDir)).sort();
+  const named = (pattern: RegExp) => names.filter((name) => pattern.test(name));
+  const [masterchainInfo, traces, transactions] = await Promise.all([
+    readRecording<RecordedMasterchainInfo>(demoRecordings.masterchainInfo),
+    Promise.all(named(demoRecordings.traces).map((name) => readRecording<RecordedTracesResponse | RecordedTrace[]>(name))),
+    Promise.all(named(demoRecordings.transactions).map((name) => readRecording<RecordedTransactionsResponse>(name))),
+  ]);
+  const loader = new IndexLoader().addMasterchainInfo(masterchainInfo);
+  for (const recording of traces) loader.addTracesTransactions(recording);
+  for (const recording of transactions) loader.addTransactionsResponse(recording);
   await loader.write(sql);
 }

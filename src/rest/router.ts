@@ -6,7 +6,9 @@ import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
+import { presentTransactionsResponse } from "../present/v3/transaction.ts";
 import type { TonQueryServiceImpl } from "../service.ts";
+import { lastValue, parseDirection } from "./params.ts";
 
 /** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
 type Dialect = "v3" | "v2";
@@ -49,6 +51,20 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         () => create(m.getMasterchainInfo.input),
         (request, context) => service.getMasterchainInfo(request, context),
         presentMasterchainInfo,
+      ),
+    ],
+    [
+      "/api/v3/adjacentTransactions",
+      route(
+        "v3",
+        m.getAdjacentTransactions,
+        (query) =>
+          create(m.getAdjacentTransactions.input, {
+            hash: lastValue(query, "hash") ?? "",
+            direction: parseDirection(lastValue(query, "direction")),
+          }),
+        (request, context) => service.getAdjacentTransactions(request, context),
+        presentTransactionsResponse,
       ),
     ],
   ]);

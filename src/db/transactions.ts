@@ -1,0 +1,414 @@
+import { create } from "@bufbuild/protobuf";
+import type { ExtraCurrencies, Message, MessageBody, Transaction, AccountState } from "../../gen/tonquery/v1/transaction_pb.ts";
+import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
+import { decodeTextComment } from "../ton/comment.ts";
+import { runQuery, type Sql } from "./client.ts";
+import { optional } from "./rows.ts";
+
+// Transactions with everything toncenter nests in them (states, messages, bodies), loaded for a whole page
+// in a fixed number of statements: the transaction rows, then their states and their messages in parallel.
+
+type ExtraCurrenciesJson = Record<string, string | number> | null;
+
+/** A `transactions` row (select T.*) plus the external hash of its trace. */
+export type TransactionRow = {
+  account: string;
+  hash: string;
+  lt: string;
+  block_workchain: number | null;
+  block_shard: string | null;
+  block_seqno: number | null;
+  mc_block_seqno: number | null;
+  trace_id: string | null;
+  prev_trans_hash: string | null;
+  prev_trans_lt: string | null;
+  now: number | null;
+  orig_status: string | null;
+  end_status: string | null;
+  total_fees: string | null;
+  total_fees_extra_currencies: ExtraCurrenciesJson;
+  account_state_hash_before: string | null;
+  account_state_hash_after: string | null;
+  descr: string | null;
+  aborted: boolean | null;
+  destroyed: boolean | null;
+  credit_first: boolean | null;
+  is_tock: boolean | null;
+  installed: boolean | null;
+  storage_fees_collected: string | null;
+  storage_fees_due: string | null;
+  storage_status_change: string | null;
+  credit_due_fees_collected: string | null;
+  credit: string | null;
+  credit_extra_currencies: ExtraCurrenciesJson;
+  compute_skipped: boolean | null;
+  skipped_reason: string | null;
+  compute_success: boolean | null;
+  compute_msg_state_used: boolean | null;
+  compute_account_activated: boolean | null;
+  compute_gas_fees: string | null;
+  compute_gas_used: string | null;
+  compute_gas_limit: string | null;
+  compute_gas_credit: string | null;
+  compute_mode: number | null;
+  compute_exit_code: number | null;
+  compute_exit_arg: number | null;
+  compute_vm_steps: string | null;
+  compute_vm_init_state_hash: string | null;
+  compute_vm_final_state_hash: string | null;
+  action_success: boolean | null;
+  action_valid: boolean | null;
+  action_no_funds: boolean | null;
+  action_status_change: string | null;
+  action_total_fwd_fees: string | null;
+  action_total_action_fees: string | null;
+  action_result_code: number | null;
+  action_result_arg: number | null;
+  action_tot_actions: number | null;
+  action_spec_actions: number | null;
+  action_skipped_actions: number | null;
+  action_msgs_created: number | null;
+  action_action_list_hash: string | null;
+  action_tot_msg_size_cells: string | null;
+  action_tot_msg_size_bits: string | null;
+  bounce: string | null;
+  bounce_msg_size_cells: string | null;
+  bounce_msg_size_bits: string | null;
+  bounce_req_fwd_fees: string | null;
+  bounce_msg_fees: string | null;
+  bounce_fwd_fees: string | null;
+  split_info_cur_shard_pfx_len: number | null;
+  split_info_acc_split_depth: number | null;
+  split_info_this_addr: string | null;
+  split_info_sibling_addr: string | null;
+  trace_external_hash: string | null;
+};
+
+type AccountStateRow = {
+  hash: string;
+  balance: string | null;
+  balance_extra_currencies: ExtraCurrenciesJson;
+  account_status: string | null;
+  frozen_hash: string | null;
+  data_hash: string | null;
+  code_hash: string | null;
+};
+
+type MessageRow = {
+  tx_hash: string;
+  msg_hash: string;
+  msg_hash_norm: string | null;
+  direction: "in" | "out";
+  source: string | null;
+  destination: string | null;
+  value: string | null;
+  value_extra_currencies: ExtraCurrenciesJson;
+  fwd_fee: string | null;
+  ihr_fee: string | null;
+  extra_flags: string | null;
+  created_lt: string | null;
+  created_at: string | null;
+  opcode: number | null;
+  ihr_disabled: boolean | null;
+  bounce: boolean | null;
+  bounced: boolean | null;
+  import_fee: string | null;
+  body_hash: string | null;
+  body: string | null;
+  init_state_hash: string | null;
+  init_state_body: string | null;
+  /** The transaction on the other side of the message: its receiver for 'out', its sender for 'in'. */
+  counterpart_tx_hash: string | null;
+};
+
+export type Direction = "in" | "out";
+
+/** The head of every transaction selection: the row and its trace's external hash. */
+function selectTransactionRows(sql: Sql) {
+  return sql`
+    select T.*, E.external_hash as trace_external_hash
+    from transactions T
+    left join traces E on E.trace_id = T.trace_id`;
+}
+
+/** Transactions by hash (index transactions_index_6), ordered by lt. */
+export async function selectTransactionsByHash(sql: Sql, signal: AbortSignal, hashes: readonly string[]): Promise<Transaction[]> {
+  if (hashes.length === 0) return [];
+  const rows = await runQuery(
+    signal,
+    sql<TransactionRow[]>`${selectTransactionRows(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
+  );
+  return completeTransactions(sql, signal, rows);
+}
+
+/**
+ * The parents (direction "in") and/or children ("out") of a transaction, ordered by lt: the transactions on
+ * the other side of its messages. Both probes are primary-key or msg_hash index lookups.
+ */
+export async function selectAdjacentTransactions(
+  sql: Sql,
+  signal: AbortSignal,
+  hash: string,
+  direction: Direction | undefined,
+): Promise<Transaction[]> {
+  const rows = await runQuery(
+    signal,
+    sql<TransactionRow[]>`
+      ${selectTransactionRows(sql)}
+      where (T.hash, T.lt) in (
+        select M2.tx_hash, M2.tx_lt
+        from messages M1
+        join messages M2 on M2.msg_hash = M1.msg_hash and M2.direction <> M1.direction
+        where M1.tx_hash = ${hash} ${direction === undefined ? sql`` : sql`and M1.direction = ${direction}`})
+      order by T.lt, T.hash`,
+  );
+  return completeTransactions(sql, signal, rows);
+}
+
+/** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
+export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {
+  if (rows.length === 0) return [];
+  const stateHashes = [
+    ...new Set(rows.flatMap((r) => [r.account_state_hash_before, r.account_state_hash_after]).filter((h): h is string => h !== null)),
+  ];
+  const txHashes = [...new Set(rows.map((r) => r.hash))];
+  const [states, messages] = await Promise.all([
+    stateHashes.length === 0
+      ? Promise.resolve([] as AccountStateRow[])
+      : runQuery(
+          signal,
+          sql<AccountStateRow[]>`
+            select S.hash, S.balance, S.balance_extra_currencies, S.account_status, S.frozen_hash, S.data_hash, S.code_hash
+            from account_states S
+            where S.hash = any(${stateHashes}::text[]::tonhash[])`,
+        ),
+    runQuery(
+      signal,
+      sql<MessageRow[]>`
+        select M.tx_hash, M.msg_hash, M.msg_hash_norm, M.direction, M.source, M.destination, M.value,
+          M.value_extra_currencies, M.fwd_fee, M.ihr_fee, M.extra_flags::text as extra_flags, M.created_lt, M.created_at,
+          M.opcode, M.ihr_disabled, M.bounce, M.bounced, M.import_fee, M.body_hash, B.body, M.init_state_hash,
+          I.body as init_state_body,
+          (select C.tx_hash from messages C
+            where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash
+        from messages M
+        left join message_contents B on B.hash = M.body_hash
+        left join message_contents I on I.hash = M.init_state_hash
+        where M.tx_hash = any(${txHashes}::text[]::tonhash[])
+        order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
+    ),
+  ]);
+
+  const stateByHash = new Map(states.map((s) => [s.hash, s]));
+  const inMsgByTx = new Map<string, Message>();
+  const outMsgsByTx = new Map<string, Message[]>();
+  for (const row of messages) {
+    const message = scanMessage(row);
+    if (row.direction === "in") {
+      inMsgByTx.set(row.tx_hash, message);
+    } else {
+      const list = outMsgsByTx.get(row.tx_hash);
+      if (list) list.push(message);
+      else outMsgsByTx.set(row.tx_hash, [message]);
+    }
+  }
+  return rows.map((row) =>
+    scanTransaction(row, {
+      before: accountState(row.account_state_hash_before, stateByHash),
+      after: accountState(row.account_state_hash_after, stateByHash),
+      inMsg: inMsgByTx.get(row.hash),
+      outMsgs: outMsgsByTx.get(row.hash) ?? [],
+    }),
+  );
+}
+
+function extraCurrencies(json: ExtraCurrenciesJson): ExtraCurrencies | undefined {
+  if (json === null) return undefined;
+  const amounts: Record<number, string> = {};
+  for (const [id, amount] of Object.entries(json)) amounts[Number(id)] = String(amount);
+  return { $typeName: "tonquery.v1.ExtraCurrencies", amounts };
+}
+
+/** A state the index did not keep (the worker skips nonexist states) still carries its hash. */
+function accountState(hash: string | null, states: ReadonlyMap<string, AccountStateRow>): AccountState | undefined {
+  if (hash === null) return undefined;
+  const row = states.get(hash);
+  return {
+    $typeName: "tonquery.v1.AccountState",
+    hash,
+    balance: optional(row?.balance),
+    extraCurrencies: row ? extraCurrencies(row.balance_extra_currencies) : undefined,
+    accountStatus: optional(row?.account_status),
+    frozenHash: optional(row?.frozen_hash),
+    dataHash: optional(row?.data_hash),
+    codeHash: optional(row?.code_hash),
+  };
+}
+
+function messageBody(hash: string | null, body: string | null, decode: boolean): MessageBody | undefined {
+  if (hash === null) return undefined;
+  const comment = decode && body !== null ? decodeTextComment(body) : undefined;
+  return {
+    $typeName: "tonquery.v1.MessageBody",
+    hash,
+    body: optional(body),
+    decoded: comment === undefined ? undefined : { $typeName: "tonquery.v1.DecodedContent", type: "text_comment", comment },
+  };
+}
+
+function scanMessage(row: MessageRow): Message {
+  return {
+    $typeName: "tonquery.v1.Message",
+    hash: row.msg_hash,
+    source: optional(row.source),
+    destination: optional(row.destination),
+    value: optional(row.value),
+    valueExtraCurrencies: extraCurrencies(row.value_extra_currencies),
+    fwdFee: optional(row.fwd_fee),
+    ihrFee: optional(row.ihr_fee),
+    extraFlags: optional(row.extra_flags),
+    createdLt: optional(row.created_lt),
+    createdAt: optional(row.created_at),
+    // The index stores the first 32 bits of the body as a signed int.
+    opcode: row.opcode === null ? undefined : row.opcode >>> 0,
+    ihrDisabled: optional(row.ihr_disabled),
+    bounce: optional(row.bounce),
+    bounced: optional(row.bounced),
+    importFee: optional(row.import_fee),
+    messageContent: messageBody(row.body_hash, row.body, true),
+    initState: messageBody(row.init_state_hash, row.init_state_body, false),
+    hashNorm: optional(row.msg_hash_norm),
+    inMsgTxHash: row.direction === "out" ? optional(row.counterpart_tx_hash) : row.tx_hash,
+    outMsgTxHash: row.direction === "in" ? optional(row.counterpart_tx_hash) : row.tx_hash,
+  };
+}
+
+interface Nested {
+  before: AccountState | undefined;
+  after: AccountState | undefined;
+  inMsg: Message | undefined;
+  outMsgs: Message[];
+}
+
+function messageSize(cells: string | null, bits: string | null) {
+  return cells === null || bits === null ? undefined : { cells, bits };
+}
+
+function scanTransaction(row: TransactionRow, nested: Nested): Transaction {
+  // Old worker versions wrote gas fees and gas used the wrong way round, and toncenter swaps them back when
+  // fees < used. Paid gas always costs more than one unit per unit, so that holds; but system transactions
+  // use gas for free, and swapping their zero fees would corrupt them (older toncenter left them alone).
+  let gasFees = row.compute_gas_fees;
+  let gasUsed = row.compute_gas_used;
+  if (gasFees !== null && gasUsed !== null && gasFees !== "0" && BigInt(gasFees) < BigInt(gasUsed)) {
+    [gasFees, gasUsed] = [gasUsed, gasFees];
+  }
+
+  return create(TransactionSchema, {
+    account: row.account,
+    hash: row.hash,
+    lt: row.lt,
+    now: optional(row.now),
+    mcBlockSeqno: optional(row.mc_block_seqno),
+    traceId: optional(row.trace_id),
+    prevTransHash: optional(row.prev_trans_hash),
+    prevTransLt: optional(row.prev_trans_lt),
+    origStatus: optional(row.orig_status),
+    endStatus: optional(row.end_status),
+    totalFees: optional(row.total_fees),
+    totalFeesExtraCurrencies: extraCurrencies(row.total_fees_extra_currencies),
+    description: {
+      type: row.descr ?? "",
+      aborted: optional(row.aborted),
+      destroyed: optional(row.destroyed),
+      creditFirst: optional(row.credit_first),
+      isTock: optional(row.is_tock),
+      installed: optional(row.installed),
+      storagePh:
+        row.storage_status_change === null
+          ? undefined
+          : {
+              storageFeesCollected: optional(row.storage_fees_collected),
+              storageFeesDue: optional(row.storage_fees_due),
+              statusChange: row.storage_status_change,
+            },
+      creditPh:
+        row.credit_due_fees_collected === null && row.credit === null && row.credit_extra_currencies === null
+          ? undefined
+          : {
+              dueFeesCollected: optional(row.credit_due_fees_collected),
+              credit: optional(row.credit),
+              creditExtraCurrencies: extraCurrencies(row.credit_extra_currencies),
+            },
+      computePh:
+        row.compute_skipped === null
+          ? undefined
+          : {
+              skipped: row.compute_skipped,
+              reason: optional(row.skipped_reason),
+              success: optional(row.compute_success),
+              msgStateUsed: optional(row.compute_msg_state_used),
+              accountActivated: optional(row.compute_account_activated),
+              gasFees: optional(gasFees),
+              gasUsed: optional(gasUsed),
+              gasLimit: optional(row.compute_gas_limit),
+              gasCredit: optional(row.compute_gas_credit),
+              mode: optional(row.compute_mode),
+              exitCode: optional(row.compute_exit_code),
+              exitArg: optional(row.compute_exit_arg),
+              vmSteps: optional(row.compute_vm_steps),
+              vmInitStateHash: optional(row.compute_vm_init_state_hash),
+              vmFinalStateHash: optional(row.compute_vm_final_state_hash),
+            },
+      action:
+        row.action_success === null
+          ? undefined
+          : {
+              success: row.action_success,
+              valid: optional(row.action_valid),
+              noFunds: optional(row.action_no_funds),
+              statusChange: optional(row.action_status_change),
+              totalFwdFees: optional(row.action_total_fwd_fees),
+              totalActionFees: optional(row.action_total_action_fees),
+              resultCode: optional(row.action_result_code),
+              resultArg: optional(row.action_result_arg),
+              totActions: optional(row.action_tot_actions),
+              specActions: optional(row.action_spec_actions),
+              skippedActions: optional(row.action_skipped_actions),
+              msgsCreated: optional(row.action_msgs_created),
+              actionListHash: optional(row.action_action_list_hash),
+              totMsgSize: messageSize(row.action_tot_msg_size_cells, row.action_tot_msg_size_bits),
+            },
+      bounce:
+        row.bounce === null
+          ? undefined
+          : {
+              type: row.bounce,
+              msgSize: messageSize(row.bounce_msg_size_cells, row.bounce_msg_size_bits),
+              reqFwdFees: optional(row.bounce_req_fwd_fees),
+              msgFees: optional(row.bounce_msg_fees),
+              fwdFees: optional(row.bounce_fwd_fees),
+            },
+      splitInfo:
+        row.split_info_cur_shard_pfx_len === null
+          ? undefined
+          : {
+              curShardPfxLen: row.split_info_cur_shard_pfx_len,
+              accSplitDepth: optional(row.split_info_acc_split_depth),
+              thisAddr: optional(row.split_info_this_addr),
+              siblingAddr: optional(row.split_info_sibling_addr),
+            },
+    },
+    blockRef:
+      row.block_workchain === null || row.block_shard === null || row.block_seqno === null
+        ? undefined
+        : { workchain: row.block_workchain, shard: row.block_shard, seqno: row.block_seqno },
+    inMsg: nested.inMsg,
+    outMsgs: nested.outMsgs,
+    accountStateBefore: nested.before,
+    accountStateAfter: nested.after,
+    emulated: false,
+    finality: "finalized",
+    traceExternalHash: optional(row.trace_external_hash),
+  });
+}

@@ -1,0 +1,33 @@
+import { Address } from "@ton/core";
+
+// Addresses are compared in the index's raw form, "<workchain>:<64 upper-case hex>"; @ton/core does the
+// parsing and the checksummed user-friendly encoding.
+
+/** The index form of an address given raw (any case) or user-friendly (base64 or base64url); undefined if neither. */
+export function parseAddress(input: string): string | undefined {
+  try {
+    if (Address.isRaw(input)) return toIndexForm(Address.parseRaw(input));
+    if (Address.isFriendly(input)) return toIndexForm(Address.parseFriendly(input).address);
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+function toIndexForm(address: Address): string {
+  return `${address.workChain}:${address.hash.toString("hex").toUpperCase()}`;
+}
+
+export interface FriendlyOptions {
+  bounceable: boolean;
+  testnet: boolean;
+}
+
+/**
+ * User-friendly url-safe form of a raw index address, or undefined when the index holds something that is not
+ * a standard address (addr_none, addr_extern, ...).
+ */
+export function userFriendly(raw: string, options: FriendlyOptions): string | undefined {
+  if (!Address.isRaw(raw)) return undefined;
+  return Address.parseRaw(raw).toString({ urlSafe: true, bounceable: options.bounceable, testOnly: options.testnet });
+}
