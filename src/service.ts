@@ -2,10 +2,12 @@ import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/con
 import {
   type GetAdjacentTransactionsRequest,
   type GetMasterchainInfoRequest,
+  type GetTracesRequest,
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
 import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
+import { getTraces } from "./handlers/traces.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
 /** The one implementation behind both doors: Connect/gRPC/gRPC-web call it through the router, REST directly. */
@@ -14,6 +16,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     getMasterchainInfo: (request: GetMasterchainInfoRequest, context: HandlerContext) => getMasterchainInfo(deps, request, context),
     getAdjacentTransactions: (request: GetAdjacentTransactionsRequest, context: HandlerContext) =>
       getAdjacentTransactions(deps, request, context),
+    getTraces: (request: GetTracesRequest, context: HandlerContext) => getTraces(deps, request, context),
   } satisfies Partial<ServiceImpl<typeof TonQueryService>>;
 }
 

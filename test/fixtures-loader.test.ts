@@ -5,6 +5,8 @@ import { IndexLoader } from "../src/fixtures/loader.ts";
 import type {
   RecordedAccountState,
   RecordedMasterchainInfo,
+  RecordedMetadata,
+  RecordedTokenInfo,
   RecordedTrace,
   RecordedTracesResponse,
   RecordedTransaction,
@@ -13,8 +15,8 @@ import type {
 import type { Sql } from "../src/db/client.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
-// Every recorded v3 transaction (mainnet and testnet) goes into one database; the expectations are computed
-// from the recordings themselves, independently of the loader.
+// Every recorded v3 transaction (mainnet and testnet), trace and metadata object goes into one database; the
+// expectations are computed from the recordings themselves, independently of the loader.
 
 type TransactionRecording =
   | { kind: "traces"; name: string; body: RecordedTracesResponse | RecordedTrace[] }
@@ -34,12 +36,19 @@ function classify(name: string, body: unknown): TransactionRecording | undefined
   return undefined;
 }
 
+function tracesOf(recording: TransactionRecording): RecordedTrace[] {
+  if (recording.kind !== "traces") return [];
+  return Array.isArray(recording.body) ? recording.body : recording.body.traces;
+}
+
+function metadataOf(recording: TransactionRecording): RecordedMetadata {
+  return recording.kind === "traces" && !Array.isArray(recording.body) ? (recording.body.metadata ?? {}) : {};
+}
+
 function transactionsOf(recording: TransactionRecording): RecordedTransaction[] {
   switch (recording.kind) {
-    case "traces": {
-      const traces = Array.isArray(recording.body) ? recording.body : recording.body.traces;
-      return traces.flatMap((trace) => Object.values(trace.transactions));
-    }
+    case "traces":
+      return tracesOf(recording).flatMap((trace) => Object.values(trace.transactions ?? {}));
     case "response":
       return recording.body.transactions;
     case "transaction":
@@ -49,7 +58,7 @@ function transactionsOf(recording: TransactionRecording): RecordedTransaction[] 
 
 function loadInto(loader: IndexLoader, recordings: readonly TransactionRecording[]): IndexLoader {
   for (const recording of recordings) {
-    if (recording.kind === "traces") loader.addTracesTransactions(recording.body);
+    if (recording.kind === "traces") loader.addTraces(recording.body).addMetadata(metadataOf(recording));
     else if (recording.kind === "response") loader.addTransactionsResponse(recording.body);
     else loader.addTransaction(recording.body);
   }
@@ -69,18 +78,27 @@ const tables = [
   "message_contents",
   "account_states",
   "latest_account_states",
+  "traces",
+  "jetton_wallets",
+  "jetton_masters",
+  "nft_items",
+  "nft_collections",
+  "address_metadata",
+  "address_metadata_flags",
 ] as const;
+
+async function countRows(sql: Sql, table: (typeof tables)[number]): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`;
+  return row?.n ?? -1;
+}
 
 async function rowCounts(sql: Sql): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
-  for (const table of tables) {
-    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`;
-    counts[table] = row?.n ?? -1;
-  }
+  for (const table of tables) counts[table] = await countRows(sql, table);
   return counts;
 }
 
-describe("IndexLoader on every recorded transaction", () => {
+describe("IndexLoader on every recorded transaction, trace and metadata object", () => {
   let db: TestDatabase;
   let recordings: TransactionRecording[];
   let transactions: RecordedTransaction[];
@@ -285,6 +303,179 @@ describe("IndexLoader on every recorded transaction", () => {
     ]);
   });
 
+  it("writes one traces row per recorded trace", async () => {
+    const traceIds = new Set(recordings.flatMap(tracesOf).map((trace) => trace.trace_id));
+    expect(traceIds.size).toBeGreaterThan(30);
+    expect(await countRows(db.admin, "traces")).toBe(traceIds.size);
+  });
+
+  it("round-trips every column of a trace", async () => {
+    // traces_mainnet_failedNftTransfer_mtw.json; its actions carry trace_external_hash_norm.
+    const rows = await db.admin`select * from traces where trace_id = 's0cLqMif/nCuZTyG5pvsq3rLd9uVMWeNQG0Mm7HI9Qo='`;
+    expect(rows).toEqual([
+      {
+        trace_id: "s0cLqMif/nCuZTyG5pvsq3rLd9uVMWeNQG0Mm7HI9Qo=",
+        external_hash: "BgVEXWHkeOgD632r4zjjskR+PsH++3KL+d3psm0dx8k=",
+        external_hash_norm: "HqGE7DWcruB8ZA1M+4cqlJRx5XAbQ7Qj8Ez8z73uGFU=",
+        mc_seqno_start: 50583482,
+        mc_seqno_end: 50583482,
+        start_lt: "60137208000001",
+        start_utime: 1754362633,
+        end_lt: "60137208000005",
+        end_utime: 1754362633,
+        state: "complete",
+        pending_edges_: "0",
+        edges_: "3",
+        nodes_: "3",
+        classification_state: "unclassified",
+      },
+    ]);
+  });
+
+  it("takes external_hash_norm from the actions, else from the root's in_msg, else leaves it NULL", async () => {
+    const norms = await db.admin<{ trace_id: string; external_hash: string | null; external_hash_norm: string | null }[]>`
+      select trace_id, external_hash, external_hash_norm from traces
+      where trace_id in ('aauhCIOh6YFanxo483sLtzfeVEj05q4HCozrmNGsXdI=', '/vQvSjbtgBUiW0f5qfojHX4jvuEbFb0ttlMPkdbvnKY=',
+                         '7ajk1gsr+YCIgcNz082WCzQcWQsY7oH76LdQOEie9zA=')
+      order by trace_id`;
+    expect(norms).toEqual([
+      // traces_mainnet_nft_transfer_2026_gem.json: a 2026 capture whose actions and root in_msg print no norm.
+      {
+        trace_id: "/vQvSjbtgBUiW0f5qfojHX4jvuEbFb0ttlMPkdbvnKY=",
+        external_hash: "/W8b7O9jJrCnkk5oL0B+IWJggTGz0CzaYSvPI18PW6M=",
+        external_hash_norm: null,
+      },
+      // traces_array_mainnet_mc35120456_blockcacher_sortedkeys.json: a tick-tock root, without in_msg.
+      { trace_id: "7ajk1gsr+YCIgcNz082WCzQcWQsY7oH76LdQOEie9zA=", external_hash: null, external_hash_norm: null },
+      // traces_mainnet_contractCall_mtw.json: captured before actions carried the norm.
+      {
+        trace_id: "aauhCIOh6YFanxo483sLtzfeVEj05q4HCozrmNGsXdI=",
+        external_hash: "K6gpSRaFh9t4//KLB/+gTL9XDSQJN9apL3VFyYNH4P0=",
+        external_hash_norm: "sxf9knt1YZDzpuCfr3eQhg3BA/v6gZ4SRtDNOPKxS0A=",
+      },
+    ]);
+  });
+
+  it("writes one token-table row per recorded address and type, and address_metadata for the indexed ones", async () => {
+    const entries = recordings.flatMap((recording) =>
+      Object.entries(metadataOf(recording)).flatMap(([address, metadata]) =>
+        metadata.token_info.map((info) => ({ address, info, isIndexed: metadata.is_indexed })),
+      ),
+    );
+    const addressesOf = (type: RecordedTokenInfo["type"]) =>
+      new Set(entries.filter((entry) => entry.info.type === type).map((entry) => entry.address));
+    const counts = {
+      jetton_wallets: await countRows(db.admin, "jetton_wallets"),
+      jetton_masters: await countRows(db.admin, "jetton_masters"),
+      nft_items: await countRows(db.admin, "nft_items"),
+      nft_collections: await countRows(db.admin, "nft_collections"),
+    };
+    expect(counts).toEqual({
+      jetton_wallets: addressesOf("jetton_wallets").size,
+      jetton_masters: addressesOf("jetton_masters").size,
+      nft_items: addressesOf("nft_items").size,
+      nft_collections: addressesOf("nft_collections").size,
+    });
+    expect(Object.values(counts).every((n) => n > 0)).toBe(true);
+    // Every recorded address is indexed, so each contract but a wallet has its metadata row.
+    expect(entries.every((entry) => entry.isIndexed)).toBe(true);
+    const described = new Set(
+      entries.filter((entry) => entry.info.type !== "jetton_wallets").map((entry) => `${entry.address}|${entry.info.type}`),
+    );
+    expect(await countRows(db.admin, "address_metadata")).toBe(described.size);
+  });
+
+  it("writes a jetton wallet's balance, owner and jetton", async () => {
+    // First recorded in traces_mainnet_bidask_tonSwapUsdt_mtw.json; a later capture shows another balance.
+    const [wallet] = await db.admin`
+      select balance, owner, jetton, last_transaction_lt, code_hash from jetton_wallets
+      where address = '0:00B5EA43CD3F0A16C00B2EED3F604E2BB5B920F80DD3910D95901D8939851605'`;
+    expect(wallet).toEqual({
+      balance: "20226033047",
+      owner: "0:004B79A4B38A062827C9ED56932C84DFA9A582E489C60B0D3483E6FE93BD08CC",
+      jetton: "0:B113A994B5024A16719F69139328EB759596C38A25F59028B146FECDC3621DFE",
+      last_transaction_lt: null,
+      code_hash: null,
+    });
+    const metadata = await db.admin`
+      select type from address_metadata where address = '0:00B5EA43CD3F0A16C00B2EED3F604E2BB5B920F80DD3910D95901D8939851605'`;
+    expect(metadata).toEqual([]);
+  });
+
+  it("writes a jetton master and its address_metadata, extra as recorded", async () => {
+    const usdt = "0:B113A994B5024A16719F69139328EB759596C38A25F59028B146FECDC3621DFE";
+    const recorded = await readRecording<RecordedTracesResponse>("traces_mainnet_bidask_tonSwapUsdt_mtw.json");
+    const [master] = await db.admin`select total_supply, admin_address, jetton_content from jetton_masters where address = ${usdt}`;
+    expect(master).toEqual({ total_supply: null, admin_address: null, jetton_content: null });
+    const rows = await db.admin`
+      select type, valid, name, symbol, description, image, extra, updated_at, expires_at, reindex_allowed
+      from address_metadata where address = ${usdt}`;
+    expect(rows).toEqual([
+      {
+        type: "jetton_masters",
+        valid: true,
+        name: "Tether USD",
+        symbol: "USD₮",
+        description: "Tether Token for Tether USD",
+        image: "https://tether.to/images/logoCircle.png",
+        extra: recorded.metadata?.[usdt]?.token_info[0]?.extra,
+        updated_at: null,
+        expires_at: null,
+        reindex_allowed: true,
+      },
+    ]);
+    expect(rows[0]?.extra).toMatchObject({ decimals: "6", _image_small: expect.stringMatching(/^https:\/\/imgproxy\.toncenter\.com\//) });
+  });
+
+  it("writes an NFT item with its index and collections valid or not", async () => {
+    // traces_mainnet_editDomainRecord_mtw.json: a .gram domain and its collection.
+    const [item] = await db.admin`
+      select index, collection_address, owner_address from nft_items
+      where address = '0:ADD6BFB08D3523A2DC839EA3E3A21155EB92192DF1E15C04DAEF9E31D2912823'`;
+    expect(item).toEqual({
+      index: "62098834295120963927411126347242136284360673055441170963365674062424074453162",
+      // The metadata names neither.
+      collection_address: null,
+      owner_address: null,
+    });
+    const described = await db.admin`
+      select address, type, valid, name, image from address_metadata
+      where address in ('0:ADD6BFB08D3523A2DC839EA3E3A21155EB92192DF1E15C04DAEF9E31D2912823',
+                        '0:22737CCF71EE3DEAE9050E16DCA36F0556C28A9765945FF889C1A2FCEC20714A')
+      order by address`;
+    expect(described).toEqual([
+      {
+        address: "0:22737CCF71EE3DEAE9050E16DCA36F0556C28A9765945FF889C1A2FCEC20714A",
+        type: "nft_collections",
+        valid: true,
+        name: "Gram DNS Domains",
+        image: "https://gramcoin.org/img/icon.png",
+      },
+      {
+        address: "0:ADD6BFB08D3523A2DC839EA3E3A21155EB92192DF1E15C04DAEF9E31D2912823",
+        type: "nft_items",
+        valid: true,
+        name: "marsonkotovi4.gram",
+        image: "https://dns-cdn.gramcoin.org/dnsimage/marsonkotovi4.png",
+      },
+    ]);
+    // traces_mainnet_bidask_tonSwapUsdt_mtw.json: a collection the metadata fetcher could not read.
+    const invalid = "0:00D2899C68C045DE01CF6E0FA941794AA3C919D64B48954042B556F703C8E43E";
+    const [collection] = await db.admin`select address from nft_collections where address = ${invalid}`;
+    expect(collection).toEqual({ address: invalid });
+    const [metadata] = await db.admin`select type, valid, name, extra from address_metadata where address = ${invalid}`;
+    expect(metadata).toEqual({ type: "nft_collections", valid: false, name: null, extra: null });
+  });
+
+  it("writes no flags, since no recording marks an address nsfw or scam", async () => {
+    const flagged = recordings
+      .flatMap((recording) => Object.values(metadataOf(recording)))
+      .flatMap((metadata) => metadata.token_info)
+      .filter((info) => info.is_nsfw !== undefined || info.is_scam !== undefined);
+    expect(flagged).toEqual([]);
+    expect(await countRows(db.admin, "address_metadata_flags")).toBe(0);
+  });
+
   it("is idempotent", async () => {
     const before = await rowCounts(db.admin);
     await loadInto(new IndexLoader(), recordings).write(db.admin);
@@ -306,5 +497,103 @@ describe("IndexLoader on every recorded transaction", () => {
     const [after] = await latest();
     expect(after).toEqual(before);
     expect(after?.last_trans_lt).not.toBe(older.lt);
+  });
+});
+
+describe("IndexLoader on shapes no recording has", () => {
+  let db: TestDatabase;
+  let recorded: RecordedTrace;
+
+  beforeAll(async () => {
+    const recording = await readRecording<RecordedTracesResponse>("traces_mainnet_failedNftTransfer_mtw.json");
+    const [trace] = recording.traces;
+    if (trace === undefined) throw new Error("expected a trace");
+    recorded = trace;
+    db = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  const traceRow = (traceId: string) =>
+    db.admin`select state, end_lt, nodes_, edges_, external_hash_norm from traces where trace_id = ${traceId}`;
+
+  it("writes the row of a trace too large for the API to print its transactions", async () => {
+    // As toncenter prints a trace past -max-trace-txs: its row's fields, no actions, tree or transactions.
+    const { actions: _actions, transactions: _transactions, transactions_order: _order, ...row } = recorded;
+    const incomplete: RecordedTrace = {
+      ...row,
+      trace_id: "dG9vIGxhcmdlIHRvIHByaW50LCB0ZXN0IG9ubHkgISE=",
+      is_incomplete: true,
+      warning: "trace is too large",
+      trace_info: { ...recorded.trace_info, transactions: 4001, messages: 4000 },
+    };
+    await new IndexLoader().addTraces([incomplete]).write(db.admin);
+    expect(await traceRow(incomplete.trace_id)).toEqual([
+      // Without actions or a root transaction nothing tells the normalized hash.
+      { state: "complete", end_lt: recorded.end_lt, nodes_: "4001", edges_: "4000", external_hash_norm: null },
+    ]);
+    expect(await db.admin`select hash from transactions where trace_id = ${incomplete.trace_id}`).toEqual([]);
+  });
+
+  it("moves a trace row only to a later end_lt, as the worker does", async () => {
+    const { transactions: _transactions, ...row } = recorded;
+    const pending: RecordedTrace = {
+      ...row,
+      trace_id: "cGVuZGluZyB0cmFjZSwgdGVzdCBvbmx5ICEhISEhISE=",
+      end_lt: "60137208000003",
+      trace_info: { ...recorded.trace_info, trace_state: "pending", pending_messages: 1, transactions: 2 },
+    };
+    const complete: RecordedTrace = { ...pending, end_lt: recorded.end_lt, trace_info: { ...recorded.trace_info } };
+    await new IndexLoader().addTraces([pending]).write(db.admin);
+    await new IndexLoader().addTraces([complete]).write(db.admin);
+    await new IndexLoader().addTraces([pending]).write(db.admin);
+    // In one loader too, whichever copy comes first.
+    const inOneLoad = { ...complete, trace_id: "b25lIGxvYWQsIHRlc3Qgb25seSAhISEhISEhISEhISE=" };
+    await new IndexLoader().addTraces([inOneLoad, { ...pending, trace_id: inOneLoad.trace_id }]).write(db.admin);
+    const expected = {
+      state: "complete",
+      end_lt: recorded.end_lt,
+      nodes_: "3",
+      edges_: "3",
+      external_hash_norm: "HqGE7DWcruB8ZA1M+4cqlJRx5XAbQ7Qj8Ez8z73uGFU=",
+    };
+    expect(await traceRow(complete.trace_id)).toEqual([expected]);
+    expect(await traceRow(inOneLoad.trace_id)).toEqual([expected]);
+  });
+
+  it("writes nsfw and scam flags, and no address_metadata for an address not indexed", async () => {
+    const nsfwItem = "0:1111111111111111111111111111111111111111111111111111111111111111";
+    const scamMaster = "0:2222222222222222222222222222222222222222222222222222222222222222";
+    const unindexedItem = "0:3333333333333333333333333333333333333333333333333333333333333333";
+    await new IndexLoader()
+      .addMetadata({
+        [nsfwItem]: {
+          is_indexed: true,
+          token_info: [{ valid: true, type: "nft_items", name: "item", nft_index: "5", is_nsfw: true, extra: { _image_small: "" } }],
+        },
+        [scamMaster]: {
+          is_indexed: true,
+          token_info: [{ valid: true, type: "jetton_masters", name: "scam", symbol: "SCAM", is_scam: true }],
+        },
+        // As toncenter prints a contract the metadata fetcher has not seen yet.
+        [unindexedItem]: { is_indexed: false, token_info: [{ type: "nft_items", nft_index: "7" }] },
+      })
+      .write(db.admin);
+    const flags = await db.admin`select address, is_nsfw, is_scam from address_metadata_flags order by address`;
+    expect(flags).toEqual([
+      { address: nsfwItem, is_nsfw: true, is_scam: false },
+      { address: scamMaster, is_nsfw: false, is_scam: true },
+    ]);
+    const items = await db.admin`select address, index from nft_items order by address`;
+    expect(items).toEqual([
+      { address: nsfwItem, index: "5" },
+      { address: unindexedItem, index: "7" },
+    ]);
+    const described = await db.admin`select address, type from address_metadata order by address`;
+    expect(described).toEqual([
+      { address: nsfwItem, type: "nft_items" },
+      { address: scamMaster, type: "jetton_masters" },
+    ]);
   });
 });

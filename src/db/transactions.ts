@@ -124,7 +124,7 @@ type MessageRow = {
 export type Direction = "in" | "out";
 
 /** The head of every transaction selection: the row and its trace's external hash. */
-function selectTransactionRows(sql: Sql) {
+export function selectTransactionRows(sql: Sql) {
   return sql`
     select T.*, E.external_hash as trace_external_hash
     from transactions T

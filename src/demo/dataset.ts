@@ -21,7 +21,11 @@ export async function readRecording<T>(name: string): Promise<T> {
  */
 export const demoRecordings = {
   masterchainInfo: "masterchainInfo_mainnet_gem_1.json",
-  /** /traces responses, and the bare array of traces of mc block 35120456. */
+  /**
+   * /traces responses (their traces, transactions and metadata; not their actions), and the bare array of
+   * traces of mc block 35120456. The traces' mc_seqno_end lies above the recorded last block for most of them;
+   * they add no block rows, so masterchainInfo stays as recorded.
+   */
   traces: /^traces_(array_)?mainnet_.+\.json$|^traces_telegram_stars_swap_1\.json$/,
   /**
    * /transactionsByMessage responses. Not transactionsByMasterchainBlock: its block (51319006) lies above the
@@ -40,7 +44,10 @@ export async function loadDemoDataset(sql: Sql): Promise<void> {
     Promise.all(named(demoRecordings.transactions).map((name) => readRecording<RecordedTransactionsResponse>(name))),
   ]);
   const loader = new IndexLoader().addMasterchainInfo(masterchainInfo);
-  for (const recording of traces) loader.addTracesTransactions(recording);
+  for (const recording of traces) {
+    loader.addTraces(recording);
+    if ("metadata" in recording) loader.addMetadata(recording.metadata);
+  }
   for (const recording of transactions) loader.addTransactionsResponse(recording);
   await loader.write(sql);
 }

@@ -6,9 +6,10 @@ import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
+import { presentTracesResponse } from "../present/v3/trace.ts";
 import { presentTransactionsResponse } from "../present/v3/transaction.ts";
 import type { TonQueryServiceImpl } from "../service.ts";
-import { lastValue, parseDirection } from "./params.ts";
+import { adjacentTransactionsQuery, tracesQuery } from "./queries.ts";
 
 /** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
 type Dialect = "v3" | "v2";
@@ -58,14 +59,14 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
       route(
         "v3",
         m.getAdjacentTransactions,
-        (query) =>
-          create(m.getAdjacentTransactions.input, {
-            hash: lastValue(query, "hash") ?? "",
-            direction: parseDirection(lastValue(query, "direction")),
-          }),
+        adjacentTransactionsQuery,
         (request, context) => service.getAdjacentTransactions(request, context),
         presentTransactionsResponse,
       ),
+    ],
+    [
+      "/api/v3/traces",
+      route("v3", m.getTraces, tracesQuery, (request, context) => service.getTraces(request, context), presentTracesResponse),
     ],
   ]);
 }

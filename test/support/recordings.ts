@@ -14,8 +14,10 @@ type Json = Record<string, unknown>;
 export interface TransactionRecordings {
   /** Each recorded transaction once (the first copy met, files in name order), with its file. */
   transactions: Map<string, { file: string; tx: RecordedTransaction }>;
-  /** Traces with the address_book of the response they came from. */
-  traces: { file: string; trace: RecordedTrace; addressBook: Record<string, Json> }[];
+  /** Traces with the address_book and metadata of the response they came from. */
+  traces: { file: string; trace: RecordedTrace; addressBook: Record<string, Json>; metadata: Record<string, Json> }[];
+  /** The accounts whose state the recordings carry (the accounts of recorded transactions). */
+  accountsWithState: Set<string>;
   /** Loads all of them into an index. */
   load(loader: IndexLoader): IndexLoader;
 }
@@ -30,11 +32,15 @@ export async function readTransactionRecordings(): Promise<TransactionRecordings
       const recording = await readRecording<RecordedTracesResponse | RecordedTrace[]>(file);
       const list = Array.isArray(recording) ? recording : recording.traces;
       const addressBook = (Array.isArray(recording) ? {} : recording.address_book) as Record<string, Json>;
+      const metadata = (Array.isArray(recording) ? {} : (recording.metadata ?? {})) as unknown as Record<string, Json>;
       for (const trace of list) {
-        traces.push({ file, trace, addressBook });
+        traces.push({ file, trace, addressBook, metadata });
         for (const tx of Object.values(trace.transactions ?? {})) if (!transactions.has(tx.hash)) transactions.set(tx.hash, { file, tx });
       }
-      loaders.push((l) => l.addTracesTransactions(recording));
+      loaders.push((l) => {
+        l.addTraces(recording);
+        if (!Array.isArray(recording)) l.addMetadata(recording.metadata);
+      });
     } else if (/^(transactions|adjacentTransactions|transactionsBy)/.test(file)) {
       const recording = await readRecording<RecordedTransactionsResponse>(file);
       for (const tx of recording.transactions) if (!transactions.has(tx.hash)) transactions.set(tx.hash, { file, tx });
@@ -44,6 +50,7 @@ export async function readTransactionRecordings(): Promise<TransactionRecordings
   return {
     transactions,
     traces,
+    accountsWithState: new Set([...transactions.values()].map(({ tx }) => tx.account)),
     load(loader) {
       for (const add of loaders) add(loader);
       return loader;

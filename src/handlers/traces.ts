@@ -1,0 +1,142 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import {
+  type GetTracesRequest,
+  type GetTracesResponse,
+  GetTracesResponseSchema,
+  SortOrder,
+} from "../../gen/tonquery/v1/service_pb.ts";
+import { type Trace, type TraceAction, TraceSchema } from "../../gen/tonquery/v1/trace_pb.ts";
+import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
+import { actionAddresses } from "../actions/present.ts";
+import { expandActionTypes } from "../actions/types.ts";
+import { selectAddressBook } from "../db/address-book.ts";
+import { selectTraceActions } from "../db/actions.ts";
+import { selectMetadata } from "../db/metadata.ts";
+import { optional } from "../db/rows.ts";
+import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow } from "../db/traces.ts";
+import type { ServiceDeps } from "../service-deps.ts";
+import { parseAddress } from "../ton/address.ts";
+import { parseHash } from "../ton/hash.ts";
+import { transactionAddresses } from "./adjacent-transactions.ts";
+import { assembleTraceTree } from "./trace-tree.ts";
+import { invalidParameter } from "./validation.ts";
+
+export const traceTooLargeWarning = "trace is too large";
+
+export async function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext): Promise<GetTracesResponse> {
+  const { sql, config } = deps;
+  const filter = traceFilter(request);
+  const limit = request.limit ?? config.defaultLimit;
+  if (limit > config.maxLimit) throw new ConnectError(`limit is not allowed: ${limit} > ${config.maxLimit}`, Code.InvalidArgument);
+  if (limit < 1) throw new ConnectError(`limit is not allowed: ${limit} < 1`, Code.InvalidArgument);
+  const page = { limit, offset: request.offset ?? 0, ascending: request.sort === SortOrder.ASC };
+
+  const [blockKnown, rows] = await Promise.all([
+    filter.mcSeqno === undefined ? true : masterchainBlockExists(sql, context.signal, filter.mcSeqno),
+    selectTraceRows(sql, context.signal, filter, page),
+  ]);
+  if (!blockKnown) throw new ConnectError(`masterchain block ${filter.mcSeqno} not found`, Code.NotFound);
+
+  // Traces over the bound come back as a header only: loading them would cost without bound.
+  const loadable = rows.filter((row) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions)).map((row) => row.trace_id);
+  const [transactions, actions] = await Promise.all([
+    selectTraceTransactions(sql, context.signal, loadable),
+    request.includeActions && loadable.length > 0
+      ? selectTraceActions(sql, context.signal, loadable, expandActionTypes(request.supportedActionTypes), { testnet: config.testnet })
+      : new Map<string, TraceAction[]>(),
+  ]);
+
+  const transactionsByTrace = new Map<string, Transaction[]>();
+  for (const tx of transactions) {
+    const list = transactionsByTrace.get(tx.traceId ?? "");
+    if (list) list.push(tx);
+    else transactionsByTrace.set(tx.traceId ?? "", [tx]);
+  }
+  const loaded = new Set(loadable);
+  const traces = rows.map((row) =>
+    loaded.has(row.trace_id)
+      ? completeTrace(row, transactionsByTrace.get(row.trace_id) ?? [], actions.get(row.trace_id) ?? [])
+      : incompleteTrace(row),
+  );
+
+  const addresses = [...transactionAddresses(transactions), ...[...actions.values()].flat().flatMap(actionAddresses)];
+  const [addressBook, metadata] = await Promise.all([
+    selectAddressBook(sql, context.signal, addresses, config.testnet),
+    selectMetadata(sql, context.signal, addresses),
+  ]);
+  return create(GetTracesResponseSchema, { traces, addressBook, metadata });
+}
+
+/** Normalises the selectors into the index's forms and checks that at most one of them is used. */
+function traceFilter(request: GetTracesRequest): TraceFilter {
+  const selectors = [request.account !== undefined, request.traceId.length > 0, request.txHash.length > 0, request.msgHash.length > 0];
+  if (selectors.filter(Boolean).length > 1) {
+    throw new ConnectError("only one of account, trace_id, tx_hash, msg_hash should be specified", Code.InvalidArgument);
+  }
+  const hashes = (name: string, values: readonly string[]) =>
+    values.map((value, index) => {
+      const hash = parseHash(value);
+      if (hash === undefined) throw invalidParameter(name, index);
+      return hash;
+    });
+  let account: string | undefined;
+  if (request.account !== undefined) {
+    account = parseAddress(request.account);
+    if (account === undefined) throw invalidParameter("account");
+  }
+  return {
+    account,
+    traceIds: hashes("trace_id", request.traceId),
+    txHashes: hashes("tx_hash", request.txHash),
+    msgHashes: hashes("msg_hash", request.msgHash),
+    mcSeqno: request.mcSeqno,
+    startUtime: request.startUtime,
+    endUtime: request.endUtime,
+    startLt: withinBigint(request.startLt),
+    endLt: withinBigint(request.endLt),
+  };
+}
+
+const maxBigint = 2n ** 63n - 1n;
+
+/** Logical times are unsigned in the API and bigint in the index, where none exceeds 2^63-1: clamping keeps the meaning. */
+function withinBigint(lt: string | undefined): string | undefined {
+  return lt === undefined || BigInt(lt) <= maxBigint ? lt : maxBigint.toString();
+}
+
+function traceHeader(row: TraceRow) {
+  return {
+    traceId: row.trace_id,
+    externalHash: optional(row.external_hash),
+    mcSeqnoStart: optional(row.mc_seqno_start),
+    mcSeqnoEnd: optional(row.mc_seqno_end),
+    startLt: optional(row.start_lt),
+    startUtime: optional(row.start_utime),
+    endLt: optional(row.end_lt),
+    endUtime: optional(row.end_utime),
+    traceInfo: {
+      traceState: row.state ?? "",
+      messages: row.edges_ ?? "0",
+      transactions: row.nodes_ ?? "0",
+      pendingMessages: row.pending_edges_ ?? "0",
+      classificationState: row.classification_state ?? "",
+    },
+  };
+}
+
+function incompleteTrace(row: TraceRow): Trace {
+  return create(TraceSchema, { ...traceHeader(row), isIncomplete: true, warning: traceTooLargeWarning });
+}
+
+function completeTrace(row: TraceRow, transactions: Transaction[], actions: TraceAction[]): Trace {
+  const tree = assembleTraceTree(transactions);
+  return create(TraceSchema, {
+    ...traceHeader(row),
+    isIncomplete: false,
+    warning: tree.warning,
+    actions,
+    nodes: tree.nodes,
+    transactions,
+  });
+}
