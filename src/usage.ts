@@ -2,8 +2,13 @@
 
 const rpc = "tonquery.v1.TonQueryService";
 
-/** A wallet transfer of the demo data (fixtures/toncenter/traces_mainnet_tonTransfer_mtw.json) with one child. */
+/**
+ * A wallet transfer of the demo data (fixtures/toncenter/traces_mainnet_tonTransfer_mtw.json): the root
+ * transaction (whose hash is also the trace id) has one child; the wallet and its external message.
+ */
 export const demoTransactionHex = "79a9866494c57ea5a8457e4c80194b665276d37ef609488beae12d2a1ef1794f";
+const demoWallet = "UQCgf9xAc0HumzY_N2Lgk5oQk3_pL7N04GT0KaP-H7upN-qH";
+const demoExternalMessageHex = "0529fa8d5246037fea7c2bc56ae80735862ccf97d70d449877a4535f7f7a7b84";
 
 export function usageExamples(baseUrl: string, demo: boolean): string {
   const lines = [
@@ -12,19 +17,31 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
     "",
     "REST (toncenter-compatible):",
     `  curl ${baseUrl}/api/v3/masterchainInfo`,
-    ...(demo ? [`  curl '${baseUrl}/api/v3/adjacentTransactions?hash=${demoTransactionHex}&direction=out'`] : []),
+    ...(demo
+      ? [
+          `  curl '${baseUrl}/api/v3/adjacentTransactions?hash=${demoTransactionHex}&direction=out'`,
+          `  curl '${baseUrl}/api/v3/traces?account=${demoWallet}&limit=5'`,
+          `  curl '${baseUrl}/api/v3/traces?msg_hash=${demoExternalMessageHex}&include_actions=true'`,
+        ]
+      : [`  curl '${baseUrl}/api/v3/traces?limit=5'`]),
     "",
     "Connect (JSON over HTTP):",
     `  curl -H 'content-type: application/json' -d '{}' ${baseUrl}/${rpc}/GetMasterchainInfo`,
     ...(demo
-      ? [`  curl -H 'content-type: application/json' -d '{"hash":"${demoTransactionHex}","direction":"DIRECTION_OUT"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`]
+      ? [
+          `  curl -H 'content-type: application/json' -d '{"hash":"${demoTransactionHex}","direction":"DIRECTION_OUT"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`,
+          `  curl -H 'content-type: application/json' -d '{"traceId":["${demoTransactionHex}"],"includeActions":true}' ${baseUrl}/${rpc}/GetTraces`,
+        ]
       : []),
     "",
     "gRPC (HTTP/2 cleartext) and gRPC-web, with buf from this project:",
     `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge ${baseUrl}/${rpc}/GetMasterchainInfo`,
     `  npx buf curl --schema proto --protocol grpcweb ${baseUrl}/${rpc}/GetMasterchainInfo`,
     ...(demo
-      ? [`  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge -d '{"hash":"${demoTransactionHex}"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`]
+      ? [
+          `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge -d '{"hash":"${demoTransactionHex}"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`,
+          `  npx buf curl --schema proto --protocol grpcweb -d '{"txHash":["${demoTransactionHex}"]}' ${baseUrl}/${rpc}/GetTraces`,
+        ]
       : []),
     "",
     `Health: curl ${baseUrl}/healthz`,

@@ -73,6 +73,27 @@ describe("each recorded /api/v3/traces response", () => {
   });
 });
 
+describe("actions", () => {
+  it("are limited to the supported types the client names, shortcuts expanded", async () => {
+    const { trace } = recordings.traces.find(({ trace }) => (trace.actions ?? []).some((a) => a.type === "jetton_transfer")) as {
+      trace: RecordedTrace;
+    };
+    const query = (types: string) => `/api/v3/traces?trace_id=${encodeURIComponent(trace.trace_id)}&include_actions=true${types}`;
+    const typesOf = async (types: string) =>
+      (((await server.rest(query(types))).body as { traces: Json[] }).traces[0]?.actions as Json[]).map((a) => a.type);
+    expect((await typesOf("")).sort()).toEqual((trace.actions ?? []).map((a) => a.type).sort());
+    // v1 is always added, so a literal type alone still gets the v1 set; a v2-only type is dropped unless asked for.
+    expect(await typesOf("&supported_action_types=jetton_transfer")).toEqual(expect.arrayContaining(["jetton_transfer"]));
+    expect(await typesOf("&supported_action_types=v1")).not.toContain("coffee_mev_protect_hold_funds");
+  });
+
+  it("are left out without include_actions", async () => {
+    const { trace } = recordings.traces[0] as { trace: RecordedTrace };
+    const { body } = await server.rest(`/api/v3/traces?trace_id=${encodeURIComponent(trace.trace_id)}`);
+    expect((body as { traces: Json[] }).traces[0]).not.toHaveProperty("actions");
+  });
+});
+
 describe("the recorded traces of masterchain block 35120456", () => {
   it("are reproduced by mc_seqno, oldest first", async () => {
     const recorded = await readRecording<Json[]>("traces_array_mainnet_mc35120456_blockcacher_sortedkeys.json");

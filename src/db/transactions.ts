@@ -94,7 +94,7 @@ type AccountStateRow = {
   code_hash: string | null;
 };
 
-type MessageRow = {
+export type MessageRow = {
   tx_hash: string;
   msg_hash: string;
   msg_hash_norm: string | null;
