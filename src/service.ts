@@ -1,11 +1,13 @@
 import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type GetAdjacentTransactionsRequest,
+  type GetBlockTransactionsExtRequest,
   type GetMasterchainInfoRequest,
   type GetTracesRequest,
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
 import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
+import { getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces } from "./handlers/traces.ts";
 import type { ServiceDeps } from "./service-deps.ts";
@@ -17,7 +19,9 @@ export function createTonQueryService(deps: ServiceDeps) {
     getAdjacentTransactions: (request: GetAdjacentTransactionsRequest, context: HandlerContext) =>
       getAdjacentTransactions(deps, request, context),
     getTraces: (request: GetTracesRequest, context: HandlerContext) => getTraces(deps, request, context),
-  } satisfies Partial<ServiceImpl<typeof TonQueryService>>;
+    getBlockTransactionsExt: (request: GetBlockTransactionsExtRequest, context: HandlerContext) =>
+      getBlockTransactionsExt(deps, request, context),
+  } satisfies ServiceImpl<typeof TonQueryService>;
 }
 
 export type TonQueryServiceImpl = ReturnType<typeof createTonQueryService>;

@@ -22,6 +22,7 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
           `  curl '${baseUrl}/api/v3/adjacentTransactions?hash=${demoTransactionHex}&direction=out'`,
           `  curl '${baseUrl}/api/v3/traces?account=${demoWallet}&limit=5'`,
           `  curl '${baseUrl}/api/v3/traces?msg_hash=${demoExternalMessageHex}&include_actions=true'`,
+          `  curl '${baseUrl}/api/v2/getBlockTransactionsExt?workchain=-1&shard=-9223372036854775808&seqno=39984096&count=2'`,
         ]
       : [`  curl '${baseUrl}/api/v3/traces?limit=5'`]),
     "",
@@ -41,6 +42,7 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
       ? [
           `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge -d '{"hash":"${demoTransactionHex}"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`,
           `  npx buf curl --schema proto --protocol grpcweb -d '{"txHash":["${demoTransactionHex}"]}' ${baseUrl}/${rpc}/GetTraces`,
+          `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge -d '{"workchain":-1,"shard":"-9223372036854775808","seqno":39984096}' ${baseUrl}/${rpc}/GetBlockTransactionsExt`,
         ]
       : []),
     "",

@@ -71,7 +71,7 @@ describe("npm start with no DATABASE_URL", () => {
 
   it("answers every printed command, run as pasted in a shell", async () => {
     const commands = printedCommands(started.stdout());
-    expect(commands.length).toBe(12);
+    expect(commands.length).toBe(14);
     for (const line of commands) {
       const command = line.replace(/^Health: /, "");
       const { stdout } = await run("sh", ["-c", command], {
@@ -83,6 +83,10 @@ describe("npm start with no DATABASE_URL", () => {
         expect(body).toEqual({ status: "ok" });
       } else if (command.includes("/api/v3/masterchainInfo")) {
         expect(body).toEqual(recording);
+      } else if (command.includes("getBlockTransactionsExt")) {
+        expect(body).toMatchObject({ ok: true, result: { req_count: 2, incomplete: true } });
+      } else if (command.includes("GetBlockTransactionsExt")) {
+        expect((body.transactions as unknown[]).length, command).toBe(3);
       } else if (/\/api\/v3\/traces|GetTraces/.test(command)) {
         const traces = body.traces as { trace_id?: string; traceId?: string }[];
         expect(traces.length, command).toBeGreaterThan(0);

@@ -182,44 +182,55 @@ export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: 
             from account_states S
             where S.hash = any(${stateHashes}::text[]::tonhash[])`,
         ),
-    runQuery(
-      signal,
-      sql<MessageRow[]>`
-        select M.tx_hash, M.msg_hash, M.msg_hash_norm, M.direction, M.source, M.destination, M.value,
-          M.value_extra_currencies, M.fwd_fee, M.ihr_fee, M.extra_flags::text as extra_flags, M.created_lt, M.created_at,
-          M.opcode, M.ihr_disabled, M.bounce, M.bounced, M.import_fee, M.body_hash, B.body, M.init_state_hash,
-          I.body as init_state_body,
-          (select C.tx_hash from messages C
-            where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash
-        from messages M
-        left join message_contents B on B.hash = M.body_hash
-        left join message_contents I on I.hash = M.init_state_hash
-        where M.tx_hash = any(${txHashes}::text[]::tonhash[])
-        order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
-    ),
+    selectMessageRows(sql, signal, txHashes),
   ]);
 
   const stateByHash = new Map(states.map((s) => [s.hash, s]));
-  const inMsgByTx = new Map<string, Message>();
-  const outMsgsByTx = new Map<string, Message[]>();
-  for (const row of messages) {
-    const message = scanMessage(row);
-    if (row.direction === "in") {
-      inMsgByTx.set(row.tx_hash, message);
-    } else {
-      const list = outMsgsByTx.get(row.tx_hash);
-      if (list) list.push(message);
-      else outMsgsByTx.set(row.tx_hash, [message]);
-    }
-  }
-  return rows.map((row) =>
-    scanTransaction(row, {
+  const messagesByTx = groupMessages(messages);
+  return rows.map((row) => {
+    const own = messagesByTx.get(row.hash);
+    return scanTransaction(row, {
       before: accountState(row.account_state_hash_before, stateByHash),
       after: accountState(row.account_state_hash_after, stateByHash),
-      inMsg: inMsgByTx.get(row.hash),
-      outMsgs: outMsgsByTx.get(row.hash) ?? [],
-    }),
+      inMsg: own?.inMsg === undefined ? undefined : scanMessage(own.inMsg),
+      outMsgs: own?.outMsgs.map(scanMessage) ?? [],
+    });
+  });
+}
+
+/** The messages of the given transactions with their bodies, out messages in created_lt order. */
+export function selectMessageRows(sql: Sql, signal: AbortSignal, txHashes: readonly string[]): Promise<readonly MessageRow[]> {
+  return runQuery(
+    signal,
+    sql<MessageRow[]>`
+      select M.tx_hash, M.msg_hash, M.msg_hash_norm, M.direction, M.source, M.destination, M.value,
+        M.value_extra_currencies, M.fwd_fee, M.ihr_fee, M.extra_flags::text as extra_flags, M.created_lt, M.created_at,
+        M.opcode, M.ihr_disabled, M.bounce, M.bounced, M.import_fee, M.body_hash, B.body, M.init_state_hash,
+        I.body as init_state_body,
+        (select C.tx_hash from messages C
+          where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash
+      from messages M
+      left join message_contents B on B.hash = M.body_hash
+      left join message_contents I on I.hash = M.init_state_hash
+      where M.tx_hash = any(${txHashes as string[]}::text[]::tonhash[])
+      order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
   );
+}
+
+export interface TransactionMessages {
+  inMsg: MessageRow | undefined;
+  outMsgs: MessageRow[];
+}
+
+export function groupMessages(rows: readonly MessageRow[]): Map<string, TransactionMessages> {
+  const byTx = new Map<string, TransactionMessages>();
+  for (const row of rows) {
+    let own = byTx.get(row.tx_hash);
+    if (own === undefined) byTx.set(row.tx_hash, (own = { inMsg: undefined, outMsgs: [] }));
+    if (row.direction === "in") own.inMsg = row;
+    else own.outMsgs.push(row);
+  }
+  return byTx;
 }
 
 function extraCurrencies(json: ExtraCurrenciesJson): ExtraCurrencies | undefined {

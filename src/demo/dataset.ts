@@ -2,6 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import type { Sql } from "../db/client.ts";
 import { IndexLoader } from "../fixtures/loader.ts";
 import type {
+  RecordedBlockTransactionsExt,
   RecordedMasterchainInfo,
   RecordedTrace,
   RecordedTracesResponse,
@@ -22,7 +23,7 @@ export async function readRecording<T>(name: string): Promise<T> {
 export const demoRecordings = {
   masterchainInfo: "masterchainInfo_mainnet_gem_1.json",
   /**
-   * /traces responses (their traces, transactions and metadata; not their actions), and the bare array of
+   * /traces responses (their traces, actions, transactions and metadata), and the bare array of
    * traces of mc block 35120456. The traces' mc_seqno_end lies above the recorded last block for most of them;
    * they add no block rows, so masterchainInfo stays as recorded.
    */
@@ -32,18 +33,24 @@ export const demoRecordings = {
    * recorded last block, and masterchainInfo would then report a block the recordings know only by id.
    */
   transactions: /^transactionsByMessage_mainnet_.+\.json$/,
+  /**
+   * The complete v2 block (its transactions decomposed from their BOCs), so a newcomer can page through a real
+   * block. Not the mc57442406 pages: abbreviated (no BOCs), and above the recorded last block.
+   */
+  blockTransactions: "getBlockTransactionsExt_mainnet_mc39984096_blockpi.json",
 } as const;
 
 /** Fills an empty index with the demo's real mainnet data. */
 export async function loadDemoDataset(sql: Sql): Promise<void> {
   const names = (await readdir(recordingsDir)).sort();
   const named = (pattern: RegExp) => names.filter((name) => pattern.test(name));
-  const [masterchainInfo, traces, transactions] = await Promise.all([
+  const [masterchainInfo, block, traces, transactions] = await Promise.all([
     readRecording<RecordedMasterchainInfo>(demoRecordings.masterchainInfo),
+    readRecording<{ result: RecordedBlockTransactionsExt }>(demoRecordings.blockTransactions),
     Promise.all(named(demoRecordings.traces).map((name) => readRecording<RecordedTracesResponse | RecordedTrace[]>(name))),
     Promise.all(named(demoRecordings.transactions).map((name) => readRecording<RecordedTransactionsResponse>(name))),
   ]);
-  const loader = new IndexLoader().addMasterchainInfo(masterchainInfo);
+  const loader = new IndexLoader().addMasterchainInfo(masterchainInfo).addBlockTransactionsExt(block.result);
   for (const recording of traces) {
     loader.addTraces(recording);
     if ("metadata" in recording) loader.addMetadata(recording.metadata);

@@ -5,11 +5,12 @@ import type { OutgoingHttpHeaders } from "node:http";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
+import { presentBlockTransactionsExt } from "../present/v2/block-transactions.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
 import { presentTracesResponse } from "../present/v3/trace.ts";
 import { presentTransactionsResponse } from "../present/v3/transaction.ts";
 import type { TonQueryServiceImpl } from "../service.ts";
-import { adjacentTransactionsQuery, tracesQuery } from "./queries.ts";
+import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "./queries.ts";
 
 /** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
 type Dialect = "v3" | "v2";
@@ -67,6 +68,16 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
     [
       "/api/v3/traces",
       route("v3", m.getTraces, tracesQuery, (request, context) => service.getTraces(request, context), presentTracesResponse),
+    ],
+    [
+      "/api/v2/getBlockTransactionsExt",
+      route(
+        "v2",
+        m.getBlockTransactionsExt,
+        blockTransactionsExtQuery,
+        (request, context) => service.getBlockTransactionsExt(request, context),
+        presentBlockTransactionsExt,
+      ),
     ],
   ]);
 }

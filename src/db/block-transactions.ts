@@ -1,0 +1,121 @@
+import type { BlockIdExt, MessageData, RawMessage, RawTransaction } from "../../gen/tonquery/v1/block_transactions_pb.ts";
+import { userFriendly } from "../ton/address.ts";
+import { readMessageData } from "../ton/message-data.ts";
+import { rebuildTransactionBoc } from "../ton/transaction-boc.ts";
+import { runQuery, type Sql } from "./client.ts";
+import { groupMessages, type MessageRow, selectMessageRows, selectTransactionRows, type TransactionRow } from "./transactions.ts";
+
+// The transactions of one block in tonlib's raw form (v2 getBlockTransactionsExt): ordered by account id then
+// lt, with an exclusive (account, lt) cursor, read from transactions_index_1, so a page costs the block, never
+// the chain.
+
+type BlockIdRow = { workchain: number; shard: string; seqno: number; root_hash: string | null; file_hash: string | null };
+
+export async function selectBlockId(sql: Sql, signal: AbortSignal, workchain: number, shard: string, seqno: number): Promise<BlockIdExt | undefined> {
+  const [row] = await runQuery(
+    signal,
+    sql<BlockIdRow[]>`
+      select workchain, shard, seqno, root_hash, file_hash from blocks
+      where workchain = ${workchain} and shard = ${shard} and seqno = ${seqno}`,
+  );
+  if (row === undefined) return undefined;
+  return {
+    $typeName: "tonquery.v1.BlockIdExt",
+    workchain: row.workchain,
+    shard: row.shard,
+    seqno: row.seqno,
+    rootHash: row.root_hash ?? "",
+    fileHash: row.file_hash ?? "",
+  };
+}
+
+export interface AccountCursor {
+  /** Raw account, "<workchain>:<64 upper-case hex>". */
+  account: string;
+  lt: string;
+}
+
+/**
+ * Up to `limit` transactions of the block after the cursor. Accounts of one block share its workchain, so the
+ * raw form in the "C" collation sorts like the 256-bit account id, whatever the database's locale.
+ */
+export async function selectBlockTransactions(
+  sql: Sql,
+  signal: AbortSignal,
+  block: BlockIdExt,
+  after: AccountCursor | undefined,
+  limit: number,
+): Promise<RawTransaction[]> {
+  const rows = await runQuery(
+    signal,
+    sql<TransactionRow[]>`
+      ${selectTransactionRows(sql)}
+      where T.block_workchain = ${block.workchain} and T.block_shard = ${block.shard} and T.block_seqno = ${block.seqno}
+      ${after === undefined ? sql`` : sql`and (T.account::text collate "C", T.lt) > (${after.account}::text collate "C", ${after.lt}::bigint)`}
+      order by T.account::text collate "C", T.lt
+      limit ${limit}`,
+  );
+  if (rows.length === 0) return [];
+  const messages = groupMessages(await selectMessageRows(sql, signal, rows.map((r) => r.hash)));
+  return rows.map((row) => {
+    const own = messages.get(row.hash);
+    return rawTransaction(row, own?.inMsg, own?.outMsgs ?? []);
+  });
+}
+
+/** tonlib prints every address bounceable, url-safe and without the testnet flag, whatever the network. */
+function accountAddress(raw: string | null) {
+  return { $typeName: "tonquery.v1.AccountAddress", accountAddress: raw === null ? "" : (userFriendly(raw, { bounceable: true, testnet: false }) ?? "") } as const;
+}
+
+function messageData(row: MessageRow): MessageData {
+  const data = readMessageData(row.body, row.init_state_body);
+  const kind =
+    data.kind === "raw"
+      ? { case: "raw" as const, value: { $typeName: "tonquery.v1.MessageDataRaw" as const, body: data.body, initState: data.initState } }
+      : data.kind === "text"
+        ? { case: "text" as const, value: { $typeName: "tonquery.v1.MessageDataText" as const, text: data.text } }
+        : { case: "encryptedText" as const, value: { $typeName: "tonquery.v1.MessageDataEncryptedText" as const, text: data.text } };
+  return { $typeName: "tonquery.v1.MessageData", kind };
+}
+
+function rawMessage(row: MessageRow): RawMessage {
+  // tonlib reports no value or fees for external messages, no lt for an inbound one, and never an IHR fee.
+  const inbound = row.source === null;
+  const external = inbound || row.destination === null;
+  return {
+    $typeName: "tonquery.v1.RawMessage",
+    hash: row.msg_hash,
+    source: accountAddress(row.source),
+    destination: accountAddress(row.destination),
+    value: external ? "0" : (row.value ?? "0"),
+    // In the order of the dictionary tonlib walks: currency ids as unsigned 32-bit keys.
+    extraCurrencies: Object.entries(row.value_extra_currencies ?? {})
+      .sort(([a], [b]) => (Number(a) >>> 0) - (Number(b) >>> 0))
+      .map(([id, amount]) => ({ $typeName: "tonquery.v1.ExtraCurrency", id: Number(id), amount: String(amount) })),
+    fwdFee: external ? "0" : (row.fwd_fee ?? "0"),
+    ihrFee: "0",
+    createdLt: inbound ? "0" : (row.created_lt ?? "0"),
+    bodyHash: row.body_hash ?? "",
+    msgData: messageData(row),
+  };
+}
+
+function rawTransaction(row: TransactionRow, inMsg: MessageRow | undefined, outMsgs: readonly MessageRow[]): RawTransaction {
+  // As tonlib: the fee is the total fees plus what the outbound messages paid for forwarding.
+  const fee = outMsgs.reduce((sum, m) => sum + BigInt(m.fwd_fee ?? "0") + BigInt(m.ihr_fee ?? "0"), BigInt(row.total_fees ?? "0"));
+  const storageFee = BigInt(row.storage_fees_collected ?? "0");
+  return {
+    $typeName: "tonquery.v1.RawTransaction",
+    address: accountAddress(row.account),
+    utime: String(row.now ?? 0),
+    data: rebuildTransactionBoc(row, inMsg, outMsgs) ?? "",
+    transactionId: { $typeName: "tonquery.v1.TransactionId", lt: row.lt, hash: row.hash },
+    fee: fee.toString(),
+    storageFee: storageFee.toString(),
+    otherFee: (fee - storageFee).toString(),
+    inMsg: inMsg === undefined ? undefined : rawMessage(inMsg),
+    outMsgs: outMsgs.map(rawMessage),
+    account: row.account,
+  };
+}
