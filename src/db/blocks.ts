@@ -2,43 +2,10 @@ import { create } from "@bufbuild/protobuf";
 import { type Block, BlockSchema } from "../../gen/tonquery/v1/block_pb.ts";
 import { runQuery, type Sql } from "./client.ts";
 import { optional } from "./rows.ts";
+import type { BlockIdRow, BlocksTableRow } from "./tables.ts";
 
-/** A `blocks` row as selected below; int8 columns arrive as decimal strings. */
-type BlockRow = {
-  workchain: number;
-  shard: string;
-  seqno: number;
-  root_hash: string | null;
-  file_hash: string | null;
-  mc_block_workchain: number | null;
-  mc_block_shard: string | null;
-  mc_block_seqno: number | null;
-  global_id: number | null;
-  version: number | null;
-  after_merge: boolean | null;
-  before_split: boolean | null;
-  after_split: boolean | null;
-  want_merge: boolean | null;
-  want_split: boolean | null;
-  key_block: boolean | null;
-  vert_seqno_incr: boolean | null;
-  flags: number | null;
-  gen_utime: string | null;
-  start_lt: string | null;
-  end_lt: string | null;
-  validator_list_hash_short: number | null;
-  gen_catchain_seqno: number | null;
-  min_ref_mc_seqno: number | null;
-  prev_key_block_seqno: number | null;
-  vert_seqno: number | null;
-  master_ref_seqno: number | null;
-  rand_seed: string | null;
-  created_by: string | null;
-  tx_count: number | null;
-  /** blockid[] rendered by PostgreSQL as JSON, with the shard as text to keep its 64 bits. */
-  prev_blocks: { workchain: number; shard: string; seqno: number }[];
-  edge: "first" | "last";
-};
+/** A `blocks` row as selected below: prev_blocks rendered as JSON with the shard as text, to keep its 64 bits. */
+type BlockRow = BlocksTableRow & { prev_blocks: BlockIdRow[]; edge: "first" | "last" };
 
 export interface MasterchainRange {
   first: Block;

@@ -3,86 +3,14 @@ import type { ExtraCurrencies, Message, MessageBody, Transaction, AccountState }
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { decodeTextComment } from "../ton/comment.ts";
 import { runQuery, type Sql } from "./client.ts";
+import type { ExtraCurrenciesJson, TransactionsTableRow } from "./tables.ts";
 import { optional } from "./rows.ts";
 
 // Transactions with everything toncenter nests in them (states, messages, bodies), loaded for a whole page
 // in a fixed number of statements: the transaction rows, then their states and their messages in parallel.
 
-type ExtraCurrenciesJson = Record<string, string | number> | null;
-
 /** A `transactions` row (select T.*) plus the external hash of its trace. */
-export type TransactionRow = {
-  account: string;
-  hash: string;
-  lt: string;
-  block_workchain: number | null;
-  block_shard: string | null;
-  block_seqno: number | null;
-  mc_block_seqno: number | null;
-  trace_id: string | null;
-  prev_trans_hash: string | null;
-  prev_trans_lt: string | null;
-  now: number | null;
-  orig_status: string | null;
-  end_status: string | null;
-  total_fees: string | null;
-  total_fees_extra_currencies: ExtraCurrenciesJson;
-  account_state_hash_before: string | null;
-  account_state_hash_after: string | null;
-  descr: string | null;
-  aborted: boolean | null;
-  destroyed: boolean | null;
-  credit_first: boolean | null;
-  is_tock: boolean | null;
-  installed: boolean | null;
-  storage_fees_collected: string | null;
-  storage_fees_due: string | null;
-  storage_status_change: string | null;
-  credit_due_fees_collected: string | null;
-  credit: string | null;
-  credit_extra_currencies: ExtraCurrenciesJson;
-  compute_skipped: boolean | null;
-  skipped_reason: string | null;
-  compute_success: boolean | null;
-  compute_msg_state_used: boolean | null;
-  compute_account_activated: boolean | null;
-  compute_gas_fees: string | null;
-  compute_gas_used: string | null;
-  compute_gas_limit: string | null;
-  compute_gas_credit: string | null;
-  compute_mode: number | null;
-  compute_exit_code: number | null;
-  compute_exit_arg: number | null;
-  compute_vm_steps: string | null;
-  compute_vm_init_state_hash: string | null;
-  compute_vm_final_state_hash: string | null;
-  action_success: boolean | null;
-  action_valid: boolean | null;
-  action_no_funds: boolean | null;
-  action_status_change: string | null;
-  action_total_fwd_fees: string | null;
-  action_total_action_fees: string | null;
-  action_result_code: number | null;
-  action_result_arg: number | null;
-  action_tot_actions: number | null;
-  action_spec_actions: number | null;
-  action_skipped_actions: number | null;
-  action_msgs_created: number | null;
-  action_action_list_hash: string | null;
-  action_tot_msg_size_cells: string | null;
-  action_tot_msg_size_bits: string | null;
-  bounce: string | null;
-  bounce_msg_size_cells: string | null;
-  bounce_msg_size_bits: string | null;
-  bounce_req_fwd_fees: string | null;
-  bounce_msg_fees: string | null;
-  bounce_fwd_fees: string | null;
-  split_info_cur_shard_pfx_len: number | null;
-  split_info_acc_split_depth: number | null;
-  split_info_this_addr: string | null;
-  split_info_sibling_addr: string | null;
-  trace_external_hash: string | null;
-};
+export type TransactionRow = TransactionsTableRow & { trace_external_hash: string | null };
 
 type AccountStateRow = {
   hash: string;
