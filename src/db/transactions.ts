@@ -3,7 +3,7 @@ import type { ExtraCurrencies, Message, MessageBody, Transaction, AccountState }
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { decodeTextComment } from "../ton/comment.ts";
 import { runQuery, type Sql } from "./client.ts";
-import type { ExtraCurrenciesJson, TransactionsTableRow } from "./tables.ts";
+import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
 import { optional } from "./rows.ts";
 
 // Transactions with everything toncenter nests in them (states, messages, bodies), loaded for a whole page
@@ -22,28 +22,9 @@ type AccountStateRow = {
   code_hash: string | null;
 };
 
-export type MessageRow = {
-  tx_hash: string;
-  msg_hash: string;
-  msg_hash_norm: string | null;
-  direction: "in" | "out";
-  source: string | null;
-  destination: string | null;
-  value: string | null;
-  value_extra_currencies: ExtraCurrenciesJson;
-  fwd_fee: string | null;
-  ihr_fee: string | null;
-  extra_flags: string | null;
-  created_lt: string | null;
-  created_at: string | null;
-  opcode: number | null;
-  ihr_disabled: boolean | null;
-  bounce: boolean | null;
-  bounced: boolean | null;
-  import_fee: string | null;
-  body_hash: string | null;
+/** A `messages` row as selected below: the columns the API shows, the bodies, and the other side's transaction. */
+export type MessageRow = Omit<MessagesTableRow, "tx_lt" | "mc_seqno" | "trace_id"> & {
   body: string | null;
-  init_state_hash: string | null;
   init_state_body: string | null;
   /** The transaction on the other side of the message: its receiver for 'out', its sender for 'in'. */
   counterpart_tx_hash: string | null;
