@@ -1,9 +1,7 @@
-import postgres from "postgres";
 import { ConfigError, helpText, loadConfig } from "./config.ts";
 import { openDatabase } from "./db/client.ts";
 import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
-import { loadDemoDataset } from "./demo/dataset.ts";
-import { startEmbeddedDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
+import { startDemoDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
 import { log } from "./log.ts";
 import { createServer } from "./server.ts";
 import { usageExamples } from "./usage.ts";
@@ -18,11 +16,8 @@ async function main(): Promise<number> {
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
   if (databaseUrl === undefined) {
-    embedded = await startEmbeddedDatabase(config.poolSize + 1);
+    embedded = await startDemoDatabase(config.poolSize + 1);
     databaseUrl = embedded.url;
-    const writer = postgres(databaseUrl, { max: 1, onnotice: () => {} });
-    await loadDemoDataset(writer);
-    await writer.end();
   }
 
   const sql = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });

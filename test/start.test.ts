@@ -3,6 +3,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoRecordings, readRecording } from "../src/demo/dataset.ts";
 import type { RecordedMasterchainInfo } from "../src/fixtures/recorded.ts";
+import postgres from "postgres";
+import { startDemoDatabase } from "../src/embedded/pglite.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
 // What a newcomer does: `npm start`, then paste the commands it prints.
@@ -151,5 +153,21 @@ describe("npm start --help", () => {
     const started = start({ PORT: "abc" });
     expect(await started.exited).toBe(2);
     expect(started.stderr()).toContain("PORT must be a whole number");
+  });
+});
+
+describe("the embedded demo database", () => {
+  it("holds the demo data and refuses writes from any connection", async () => {
+    const embedded = await startDemoDatabase(2);
+    const client = postgres(embedded.url, { max: 1, onnotice: () => {} });
+    try {
+      const [row] = await client`select count(*)::int as n from transactions`;
+      expect(row?.n).toBeGreaterThan(250);
+      const failure = await client`insert into marketplace_names values ('0:00', 'x')`.catch((err: unknown) => err);
+      expect((failure as { code?: string }).code).toBe("25006");
+    } finally {
+      await client.end();
+      await embedded.close();
+    }
   });
 });

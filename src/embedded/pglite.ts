@@ -1,4 +1,6 @@
 import { PGlite } from "@electric-sql/pglite";
+import postgres from "postgres";
+import { loadDemoDataset } from "../demo/dataset.ts";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
@@ -32,4 +34,19 @@ export async function startEmbeddedDatabase(maxConnections: number): Promise<Emb
       await db.close();
     },
   };
+}
+
+/** The embedded database with the demo dataset loaded, then made read-only for every connection. */
+export async function startDemoDatabase(maxConnections: number): Promise<EmbeddedDatabase> {
+  const embedded = await startEmbeddedDatabase(maxConnections);
+  const writer = postgres(embedded.url, { max: 1, onnotice: () => {} });
+  try {
+    await loadDemoDataset(writer);
+    // PGlite's socket ignores the session settings a client sends at connect time, so the service's read-only
+    // setting would not apply; all connections share PGlite's one session, so setting it there covers them all.
+    await writer`set default_transaction_read_only = on`;
+  } finally {
+    await writer.end();
+  }
+  return embedded;
 }
