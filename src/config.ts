@@ -8,6 +8,8 @@ export interface Config {
   port: number;
   /** Connections the service may open to PostgreSQL. */
   poolSize: number;
+  /** Requests building responses at once; more wait their turn, which bounds memory under load. */
+  maxConcurrentRequests: number;
   /** Per-statement bound, also applied as PostgreSQL's statement_timeout. */
   statementTimeoutMs: number;
   /** /traces limit when the request gives none. */
@@ -34,6 +36,11 @@ export const settings = {
   host: { env: "HOST", default: "0.0.0.0", help: "Address to listen on." },
   port: { env: "PORT", default: "8080", help: "Port serving Connect, gRPC, gRPC-web and REST (0 = any free port)." },
   poolSize: { env: "DB_POOL_SIZE", default: "10", help: "Maximum PostgreSQL connections." },
+  maxConcurrentRequests: {
+    env: "MAX_CONCURRENT_REQUESTS",
+    default: "8",
+    help: "Requests served at once; the others queue (in arrival order, until their deadline). Bounds memory under load.",
+  },
   statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
   defaultLimit: { env: "DEFAULT_LIMIT", default: "10", help: "Default `limit` of /api/v3/traces." },
   maxLimit: { env: "MAX_LIMIT", default: "1000", help: "Largest accepted `limit` of /api/v3/traces." },
@@ -67,6 +74,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: read(s.host),
     port: integer(s.port.env, read(s.port), 0, 65535),
     poolSize: integer(s.poolSize.env, read(s.poolSize), 1, 1000),
+    maxConcurrentRequests: integer(s.maxConcurrentRequests.env, read(s.maxConcurrentRequests), 1, 10_000),
     statementTimeoutMs: integer(s.statementTimeoutMs.env, read(s.statementTimeoutMs), 1, 3_600_000),
     defaultLimit: integer(s.defaultLimit.env, read(s.defaultLimit), 1, 1_000_000),
     maxLimit: integer(s.maxLimit.env, read(s.maxLimit), 1, 1_000_000),

@@ -10,17 +10,21 @@ import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
 import { getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces } from "./handlers/traces.ts";
+import { Admission } from "./admission.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
 /** The one implementation behind both doors: Connect/gRPC/gRPC-web call it through the router, REST directly. */
 export function createTonQueryService(deps: ServiceDeps) {
+  const admission = new Admission(deps.config.maxConcurrentRequests);
+  const admitted = <T>(context: HandlerContext, work: () => Promise<T>) => admission.run(context.signal, work);
   return {
-    getMasterchainInfo: (request: GetMasterchainInfoRequest, context: HandlerContext) => getMasterchainInfo(deps, request, context),
+    getMasterchainInfo: (request: GetMasterchainInfoRequest, context: HandlerContext) =>
+      admitted(context, () => getMasterchainInfo(deps, request, context)),
     getAdjacentTransactions: (request: GetAdjacentTransactionsRequest, context: HandlerContext) =>
-      getAdjacentTransactions(deps, request, context),
-    getTraces: (request: GetTracesRequest, context: HandlerContext) => getTraces(deps, request, context),
+      admitted(context, () => getAdjacentTransactions(deps, request, context)),
+    getTraces: (request: GetTracesRequest, context: HandlerContext) => admitted(context, () => getTraces(deps, request, context)),
     getBlockTransactionsExt: (request: GetBlockTransactionsExtRequest, context: HandlerContext) =>
-      getBlockTransactionsExt(deps, request, context),
+      admitted(context, () => getBlockTransactionsExt(deps, request, context)),
   } satisfies ServiceImpl<typeof TonQueryService>;
 }
 

@@ -9,6 +9,7 @@ describe("configuration", () => {
       host: "0.0.0.0",
       port: 8080,
       poolSize: 10,
+      maxConcurrentRequests: 8,
       statementTimeoutMs: 3000,
       defaultLimit: 10,
       maxLimit: 1000,

@@ -91,7 +91,8 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(signal: A
   }
 }
 
-function abortError(signal: AbortSignal): ConnectError {
+/** The error a request ends with when its signal fires: its deadline, its client gone, shutdown. */
+export function abortError(signal: AbortSignal): ConnectError {
   const reason: unknown = signal.reason;
   if (reason instanceof ConnectError) return reason;
   return new ConnectError("request aborted", Code.Canceled, undefined, undefined, reason);
