@@ -72,22 +72,28 @@ export function databaseError(err: unknown): ConnectError {
 }
 
 /**
- * Runs one statement for a request: cancels it on the server when the request is aborted (client gone,
- * deadline passed, shutdown) and maps failures through {@link databaseError}.
+ * Runs one statement for a request and maps its failures through {@link databaseError}. When the request is
+ * aborted (client gone, deadline passed, shutdown) it fails at once; the statement itself is left to finish or
+ * to hit the statement timeout rather than being cancelled, because cancelling a statement mid-result corrupts
+ * the connection in postgres.js 3.4 (porsager/postgres#1181, #1119: the next query on it gets a broken result).
  */
 export async function runQuery<T extends readonly postgres.MaybeRow[]>(signal: AbortSignal, query: postgres.PendingQuery<T>): Promise<postgres.RowList<T>> {
   if (signal.aborted) throw abortError(signal);
-  const cancel = () => {
-    void query.cancel();
-  };
-  signal.addEventListener("abort", cancel, { once: true });
-  try {
-    return await query;
-  } catch (err) {
-    if (signal.aborted) throw abortError(signal);
+  const result = Promise.resolve(query).catch((err: unknown) => {
     throw databaseError(err);
+  });
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  // Whichever loses the race may settle later with nobody waiting for it.
+  result.catch(() => {});
+  aborted.catch(() => {});
+  try {
+    return await Promise.race([result, aborted]);
   } finally {
-    signal.removeEventListener("abort", cancel);
+    if (onAbort) signal.removeEventListener("abort", onAbort);
   }
 }
 

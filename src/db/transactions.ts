@@ -195,7 +195,8 @@ function scanMessage(row: MessageRow): Message {
     bounce: optional(row.bounce),
     bounced: optional(row.bounced),
     importFee: optional(row.import_fee),
-    messageContent: messageBody(row.body_hash, row.body, true),
+    // Only an op-0 body can be a text comment; parsing every body to find out cost more than the query.
+    messageContent: messageBody(row.body_hash, row.body, row.opcode === 0),
     initState: messageBody(row.init_state_hash, row.init_state_body, false),
     hashNorm: optional(row.msg_hash_norm),
     inMsgTxHash: row.direction === "out" ? optional(row.counterpart_tx_hash) : row.tx_hash,
