@@ -1,0 +1,137 @@
+import { parseArgs } from "node:util";
+
+export const allProtocols = ["rest", "connect", "grpc", "grpc-web"] as const;
+export type Protocol = (typeof allProtocols)[number];
+
+export interface BenchOptions {
+  databaseUrl: string;
+  /** Measured time of one (case, protocol, concurrency) run. */
+  durationMs: number;
+  /** Unmeasured time before it, at the same concurrency. */
+  warmupMs: number;
+  /** A run also stops after this many measured requests (0 = no bound). */
+  maxRequests: number;
+  /** Hard bound of a run's measured phase, drain included: requests still in flight are aborted (censored). */
+  maxRunMs: number;
+  concurrency: number[];
+  protocols: Protocol[];
+  /** Substrings or globs (`*`) of case ids; empty = every case. */
+  cases: string[];
+  /** "raw": requests pre-encoded once, responses read as bytes (status checked, first one decoded); "sdk": @connectrpc clients. */
+  client: "raw" | "sdk";
+  /** Measure the SQL floor (off: only the server is measured). */
+  floor: boolean;
+  explain: boolean;
+  /** Extra flags for the server's node process (for example --cpu-prof). */
+  serverNodeArgs: string[];
+  /** Environment for the server process on top of DATABASE_URL (DB_POOL_SIZE=…, …). */
+  serverEnv: Record<string, string>;
+  outDir: string;
+  list: boolean;
+}
+
+const help = `npm run bench -- [options]
+
+Measures every case over each protocol and concurrency, the SQL floor of the same statements, EXPLAIN plans and
+the server's peak RSS; writes bench/results/<timestamp>.json and bench/results/latest.md.
+
+  --database-url URL      index database (default: $DATABASE_URL or postgres://postgres@127.0.0.1:5432/tonquery_bench)
+  --duration-ms N         measured time per (case, protocol, concurrency) run (default 2500)
+  --warmup-ms N           unmeasured warm-up before each run (default 500)
+  --max-requests N        also stop a run after N measured requests (default 0 = no bound)
+  --max-run-ms N          hard bound of a run, drain included; requests still in flight are aborted and
+                          count as slower than that (default 20000)
+  --concurrency 1,16,64   requests in flight (default 1,16,64)
+  --protocols LIST        rest,connect,grpc[,grpc-web] (default rest,connect,grpc)
+  --cases LIST            case ids (exact), parts of them, or globs with * (default: all); --list prints them
+  --client raw|sdk        raw (default): pre-encoded requests, bytes read; sdk: @connectrpc clients (decode cost included)
+  --no-floor              skip the SQL floor
+  --no-explain            skip EXPLAIN
+  --server-node-arg ARG   extra node flag for the server process, repeatable (e.g. --cpu-prof)
+  --server-env K=V        extra environment for the server process, repeatable (e.g. DB_POOL_SIZE=20)
+  --out DIR               results directory (default bench/results)
+  --list                  print the cases chosen from the data and exit
+`;
+
+function numberList(value: string, name: string): number[] {
+  const list = value.split(",").map((v) => Number(v.trim()));
+  if (list.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`${name}: positive integers separated by commas, got "${value}"`);
+  return list;
+}
+
+function wholeNumber(value: string, name: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}: a whole number, got "${value}"`);
+  return n;
+}
+
+export function parseOptions(argv: string[]): BenchOptions | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      "database-url": { type: "string" },
+      "duration-ms": { type: "string" },
+      "warmup-ms": { type: "string" },
+      "max-requests": { type: "string" },
+      "max-run-ms": { type: "string" },
+      concurrency: { type: "string" },
+      protocols: { type: "string" },
+      cases: { type: "string" },
+      client: { type: "string" },
+      "no-floor": { type: "boolean" },
+      "no-explain": { type: "boolean" },
+      "server-node-arg": { type: "string", multiple: true },
+      "server-env": { type: "string", multiple: true },
+      out: { type: "string" },
+      list: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(help);
+    return undefined;
+  }
+  const protocols = (values.protocols ?? "rest,connect,grpc").split(",").map((p) => p.trim());
+  for (const p of protocols) {
+    if (!(allProtocols as readonly string[]).includes(p)) throw new Error(`--protocols: unknown protocol "${p}" (${allProtocols.join(", ")})`);
+  }
+  const client = values.client ?? "raw";
+  if (client !== "raw" && client !== "sdk") throw new Error(`--client: raw or sdk, got "${client}"`);
+  const serverEnv: Record<string, string> = {};
+  for (const pair of values["server-env"] ?? []) {
+    const eq = pair.indexOf("=");
+    if (eq < 1) throw new Error(`--server-env: KEY=VALUE, got "${pair}"`);
+    serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return {
+    databaseUrl: values["database-url"] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench",
+    durationMs: wholeNumber(values["duration-ms"] ?? "2500", "--duration-ms"),
+    warmupMs: wholeNumber(values["warmup-ms"] ?? "500", "--warmup-ms"),
+    maxRequests: wholeNumber(values["max-requests"] ?? "0", "--max-requests"),
+    maxRunMs: wholeNumber(values["max-run-ms"] ?? "20000", "--max-run-ms"),
+    concurrency: numberList(values.concurrency ?? "1,16,64", "--concurrency"),
+    protocols: protocols as Protocol[],
+    cases: (values.cases ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""),
+    client,
+    floor: !values["no-floor"],
+    explain: !values["no-explain"],
+    serverNodeArgs: values["server-node-arg"] ?? [],
+    serverEnv,
+    outDir: values.out ?? new URL("./results/", import.meta.url).pathname,
+    list: values.list ?? false,
+  };
+}
+
+/**
+ * Whether a case id matches one of the --cases patterns: a pattern equal to some case id selects that case only,
+ * a pattern with * is a glob, anything else a substring (traces.hot selects every hot-account case).
+ */
+export function caseSelected(id: string, patterns: readonly string[], allIds: readonly string[]): boolean {
+  if (patterns.length === 0) return true;
+  return patterns.some((p) => {
+    if (allIds.includes(p)) return id === p;
+    if (!p.includes("*")) return id.includes(p);
+    const re = new RegExp(`^${p.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`);
+    return re.test(id);
+  });
+}

@@ -1,0 +1,245 @@
+// The SQL floor: the statements a handler runs for one request, recorded by running the handler in-process, then
+// replayed through `postgres` alone with the same concurrency structure.
+//
+// Recording. The handler gets a `sql` that is the real client behind a Proxy: every query the handler builds is
+// the real postgres Query, with an own `then` that notes when the handler awaited it (the statement is issued) and
+// when it settled. Fragments (sql`` pieces nested in other queries) are never awaited and so never recorded. The
+// statement text and parameters are read from the Query after it ran (postgres sets .string and .parameters when
+// it builds the statement), which is the same text and values the `debug` option reports; the client's `debug`
+// hook counts the statements sent during the request as a cross-check that nothing bypassed the Proxy.
+//
+// Structure. Each statement depends on the statements that had settled before it was issued (happens-before):
+// the handler cannot have needed anything else, and it did wait for those. Promise.all rounds therefore replay as
+// concurrent statements, a chain (rows, then their messages) as a chain. Only the direct dependencies are kept.
+//
+// Replay. sql.unsafe(text, parameters, { prepare: true }) on a pool opened like the server's (openDatabase, same
+// size, same session settings): the same prepared statements, the same parameter types (postgres infers them from
+// the same JS values), the same row parsing, but none of the handler's own work (protobuf, presentation, HTTP).
+
+import { createHandlerContext } from "@connectrpc/connect";
+import postgres from "postgres";
+import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import type { Config } from "../src/config.ts";
+import type { Sql } from "../src/db/client.ts";
+import { getAdjacentTransactions } from "../src/handlers/adjacent-transactions.ts";
+import { getBlockTransactionsExt } from "../src/handlers/block-transactions-ext.ts";
+import { getMasterchainInfo } from "../src/handlers/masterchain-info.ts";
+import { getTraces } from "../src/handlers/traces.ts";
+import type { ServiceDeps } from "../src/service-deps.ts";
+import type { BenchCase } from "./cases.ts";
+
+export interface CapturedStatement {
+  query: string;
+  parameters: unknown[];
+  /** Indices of the statements that must have completed before this one is sent. */
+  after: number[];
+  /** Rows the statement returned when captured. */
+  rows: number;
+  /** Time from issue to completion in the capture run (one sample, for orientation only). */
+  capturedMs: number;
+}
+
+export interface Capture {
+  statements: CapturedStatement[];
+  /** Statements the client reported through `debug` while the handler ran (must equal statements.length). */
+  debugCount: number;
+  /** A size summary of the handler's response, to check the server's answers against. */
+  response: ResponseSummary;
+}
+
+export interface ResponseSummary {
+  items: number;
+  description: string;
+}
+
+type QueryLike = Promise<unknown> & { string?: string; parameters?: unknown[]; strings?: unknown };
+
+interface Recorded {
+  query: QueryLike;
+  issued: number;
+  settled: number | undefined;
+  issuedAt: number;
+  settledAt: number;
+  rows: number;
+}
+
+export interface Recorder {
+  sql: Sql;
+  record<T>(run: () => Promise<T>): Promise<{ result: T; capture: Omit<Capture, "response"> }>;
+  end(): Promise<void>;
+}
+
+/** A client opened like the server's pool, whose queries can be recorded. */
+export function createRecorder(url: string, config: Config): Recorder {
+  let debugCount = 0;
+  let recording: Recorded[] | undefined;
+  let seq = 0;
+  const real = postgres(url, {
+    max: config.poolSize,
+    onnotice: () => {},
+    connection: { application_name: "tonquery-bench-capture", default_transaction_read_only: true, statement_timeout: config.statementTimeoutMs },
+    debug: () => {
+      if (recording !== undefined) debugCount++;
+    },
+  });
+
+  const instrument = (q: QueryLike) => {
+    const originalThen = q.then;
+    let entry: Recorded | undefined;
+    Object.defineProperty(q, "then", {
+      configurable: true,
+      value(onFulfilled?: (v: unknown) => unknown, onRejected?: (e: unknown) => unknown) {
+        if (entry === undefined && recording !== undefined) {
+          entry = { query: q, issued: seq++, settled: undefined, issuedAt: performance.now(), settledAt: 0, rows: 0 };
+          recording.push(entry);
+        }
+        const settle = (rows: number) => {
+          if (entry !== undefined && entry.settled === undefined) {
+            entry.settled = seq++;
+            entry.settledAt = performance.now();
+            entry.rows = rows;
+          }
+        };
+        return originalThen.call(
+          q,
+          (v: unknown) => {
+            settle(Array.isArray(v) ? v.length : 0);
+            return onFulfilled ? onFulfilled(v) : v;
+          },
+          (e: unknown) => {
+            settle(0);
+            if (onRejected) return onRejected(e);
+            throw e;
+          },
+        );
+      },
+    });
+  };
+
+  const proxy = new Proxy(real, {
+    apply(target, thisArg, args) {
+      const result: unknown = Reflect.apply(target, thisArg, args);
+      if (result instanceof Promise && "strings" in result) instrument(result as QueryLike);
+      return result;
+    },
+  });
+
+  return {
+    sql: proxy,
+    async record(run) {
+      recording = [];
+      debugCount = 0;
+      seq = 0;
+      const entries = recording;
+      try {
+        const result = await run();
+        return { result, capture: { statements: toStatements(entries), debugCount } };
+      } finally {
+        recording = undefined;
+      }
+    },
+    end: () => real.end({ timeout: 5 }),
+  };
+}
+
+function toStatements(entries: Recorded[]): CapturedStatement[] {
+  const ordered = [...entries].sort((a, b) => a.issued - b.issued);
+  // All statements settled before each one was issued, then only those not implied by another dependency.
+  const before = ordered.map((s) => ordered.flatMap((t, j) => (t.settled !== undefined && t.settled < s.issued ? [j] : [])));
+  return ordered.map((s, i) => {
+    const all = before[i] ?? [];
+    const implied = new Set(all.flatMap((j) => before[j] ?? []));
+    if (s.query.string === undefined || s.query.parameters === undefined) throw new Error("a recorded query was never sent");
+    return {
+      query: s.query.string,
+      parameters: [...s.query.parameters],
+      after: all.filter((j) => !implied.has(j)),
+      rows: s.rows,
+      capturedMs: s.settledAt - s.issuedAt,
+    };
+  });
+}
+
+/** Calls the case's handler in-process, as the service's doors do. */
+export function callHandler(deps: ServiceDeps, c: BenchCase): Promise<unknown> {
+  const method = TonQueryService.method[c.method];
+  const context = createHandlerContext({
+    service: TonQueryService,
+    method,
+    protocolName: "bench",
+    requestMethod: "POST",
+    url: `/${TonQueryService.typeName}/${method.name}`,
+    timeoutMs: deps.config.statementTimeoutMs * 4,
+  });
+  switch (c.method) {
+    case "getMasterchainInfo":
+      return getMasterchainInfo(deps, c.request, context);
+    case "getAdjacentTransactions":
+      return getAdjacentTransactions(deps, c.request, context);
+    case "getTraces":
+      return getTraces(deps, c.request, context);
+    case "getBlockTransactionsExt":
+      return getBlockTransactionsExt(deps, c.request, context);
+  }
+}
+
+/** The number of top-level items of a response (traces, transactions, blocks), decoded or as REST JSON. */
+export function summarize(method: BenchCase["method"], response: unknown): ResponseSummary {
+  const r = response as Record<string, unknown>;
+  const list = (v: unknown) => (Array.isArray(v) ? v.length : 0);
+  switch (method) {
+    case "getMasterchainInfo":
+      return { items: (r.first ? 1 : 0) + (r.last ? 1 : 0), description: "blocks" };
+    case "getAdjacentTransactions":
+      return { items: list(r.transactions), description: "transactions" };
+    case "getTraces":
+      return { items: list(r.traces), description: "traces" };
+    case "getBlockTransactionsExt": {
+      const result = (r.result ?? r) as Record<string, unknown>;
+      return { items: list(result.transactions), description: "transactions" };
+    }
+  }
+}
+
+/**
+ * Runs the handler a few times (warming the pool, the prepared statements and the caches), then records one
+ * request. The last run is the one recorded, so the structure reflects a warm server.
+ */
+export async function captureCase(recorder: Recorder, config: Config, c: BenchCase, warmups = 2): Promise<Capture> {
+  const deps: ServiceDeps = { sql: recorder.sql, config };
+  for (let i = 0; i < warmups; i++) await callHandler(deps, c);
+  const { result, capture } = await recorder.record(() => callHandler(deps, c));
+  return { ...capture, response: summarize(c.method, result) };
+}
+
+/**
+ * One request's worth of the captured statements, with the captured dependencies. An abort rejects at once and
+ * stops the statements not yet started; those already running are cancelled only when they are executing on
+ * their connection: cancelling a postgres query that is still waiting for its connection to open leaks that
+ * connection (postgres 3.4.9), so those are left to finish.
+ */
+export function replay(sql: Sql, statements: readonly CapturedStatement[], signal?: AbortSignal): Promise<void> {
+  const started: { cancel(): unknown; active?: boolean }[] = [];
+  const done: Promise<unknown>[] = [];
+  for (const s of statements) {
+    const run = () => {
+      if (signal?.aborted) throw new Error("aborted");
+      const q = sql.unsafe(s.query, s.parameters as postgres.ParameterOrJSON<never>[], { prepare: true });
+      started.push(q as unknown as { cancel(): unknown; active?: boolean });
+      return q;
+    };
+    done.push(s.after.length === 0 ? Promise.resolve().then(run) : Promise.all(s.after.map((j) => done[j])).then(run));
+  }
+  for (const d of done) d.catch(() => {});
+  const all = Promise.all(done).then(() => undefined);
+  if (signal === undefined) return all;
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      for (const q of started) if (q.active === true) void q.cancel();
+      reject(new Error("aborted"));
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    all.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}

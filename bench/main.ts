@@ -1,0 +1,290 @@
+// npm run bench -- [--help]. See bench/README.md.
+
+import { mkdir, writeFile } from "node:fs/promises";
+import os from "node:os";
+import { join, resolve } from "node:path";
+import postgres from "postgres";
+import { loadConfig } from "../src/config.ts";
+import { openDatabase } from "../src/db/client.ts";
+import { caseSelected, parseOptions, type BenchOptions } from "./args.ts";
+import { buildCases, readDataset, type BenchCase } from "./cases.ts";
+import { captureCase, createRecorder, replay, type Capture } from "./capture.ts";
+import { createProtocolClient } from "./clients.ts";
+import { Explainer, type StatementPlans } from "./explain.ts";
+import { runLoad } from "./load.ts";
+import { benchCpuMs, postgresCpu, postgresCpuDeltaMs, startServer, type ServerProcess } from "./monitor.ts";
+import type { Send } from "./load.ts";
+import { evaluateTargets, markdown, shortenParameters, targetsText, type BenchResult, type CaseResult, type RunProtocol, type RunResult } from "./report.ts";
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : "—");
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable database URL)";
+  }
+}
+
+interface Probes {
+  server: ServerProcess | undefined;
+  /** pids of the PostgreSQL backends connected to the bench's database (the server's and the floor's pools). */
+  backends(): Promise<string[]>;
+  /** Resolves when no statement runs on the bench's database (or after 60 s). */
+  databaseIdle(): Promise<void>;
+}
+
+async function measure(
+  label: { case: string; protocol: RunProtocol; concurrency: number },
+  send: Send,
+  options: BenchOptions,
+  probes: Probes,
+  floorP50: number | undefined,
+): Promise<RunResult> {
+  const { server } = probes;
+  let before = { server: 0, postgres: new Map<string, number>(), bench: 0 };
+  let after = before;
+  const read = () => ({ server: server?.cpuMs() ?? 0, postgres: postgresCpu(), bench: benchCpuMs() });
+  const { stats, aborted } = await runLoad(send, {
+    concurrency: label.concurrency,
+    warmupMs: options.warmupMs,
+    durationMs: options.durationMs,
+    maxRequests: options.maxRequests,
+    maxRunMs: options.maxRunMs,
+    onMeasured: (phase) => {
+      if (phase === "start") {
+        server?.takePeakRssMb();
+        before = read();
+      } else {
+        after = read();
+      }
+    },
+  });
+  // Only the backends connected to the bench's database count (other databases on the same server are not ours).
+  const pgMs = postgresCpuDeltaMs(before.postgres, after.postgres, new Set(await probes.backends()));
+  const per = (ms: number) => (stats.n > 0 ? ms / stats.n : Number.NaN);
+  const result: RunResult = {
+    ...label,
+    stats,
+    cpuPerRequestMs: { server: per(after.server - before.server), postgres: per(pgMs), bench: per(after.bench - before.bench) },
+    peakRssMb: label.protocol === "floor" ? undefined : server?.takePeakRssMb(),
+  };
+  // Aborted requests may still keep the server and PostgreSQL busy: let them finish before the next run.
+  if (aborted) {
+    await server?.waitIdle();
+    await probes.databaseIdle();
+  }
+  const ratio = floorP50 !== undefined && label.protocol !== "floor" ? `  ours/floor ${(stats.p50 / floorP50).toFixed(2)}` : "";
+  const errors = stats.errors > 0 ? `  ERRORS ${stats.errors}: ${stats.firstError ?? ""}` : "";
+  const censored = stats.censored > 0 ? `  ${stats.censored} aborted at ${options.maxRunMs} ms` : "";
+  const cpu = result.cpuPerRequestMs;
+  log(
+    `  ${label.protocol.padEnd(8)} c=${String(label.concurrency).padEnd(3)} p50 ${ms(stats.p50).padStart(7)} ms  p99 ${ms(stats.p99).padStart(7)} ms  ${stats.rps.toFixed(stats.rps < 10 ? 1 : 0).padStart(6)} req/s  n=${String(stats.n).padEnd(5)} cpu/req srv ${ms(cpu.server)} pg ${ms(cpu.postgres)} bench ${ms(cpu.bench)}${ratio}${censored}${errors}`,
+  );
+  return result;
+}
+
+async function main(): Promise<number> {
+  const options = parseOptions(process.argv.slice(2));
+  if (options === undefined) return 0;
+  const startedAt = new Date();
+  const admin = postgres(options.databaseUrl, { max: 4, onnotice: () => {} });
+  const [{ version: pgVersion } = { version: "?" }] = await admin<{ version: string }[]>`select version()`;
+  log(`reading the dataset at ${redact(options.databaseUrl)} …`);
+  const dataset = await readDataset(admin);
+  await admin.end({ timeout: 5 });
+  const allCases = buildCases(dataset);
+  const allIds = allCases.map((c) => c.id);
+  const cases = allCases.filter((c) => caseSelected(c.id, options.cases, allIds));
+  log(
+    `${dataset.transactions.toLocaleString("en-US")} transactions, ${dataset.traces.toLocaleString("en-US")} traces; hot account ${dataset.hot?.transactions ?? 0} tx, cold ${dataset.cold?.transactions ?? 0} tx`,
+  );
+  if (options.list) {
+    for (const c of allCases) log(`${caseSelected(c.id, options.cases, allIds) ? "*" : " "} ${c.id.padEnd(26)} ${c.title}\n    ${c.restPath}`);
+    return 0;
+  }
+  if (cases.length === 0) throw new Error(`no case matches --cases ${options.cases.join(",")} (see --list)`);
+
+  const config = loadConfig({ ...options.serverEnv, DATABASE_URL: options.databaseUrl, HOST: "127.0.0.1", PORT: "0" });
+  const runsPerCase = options.concurrency.length * (options.protocols.length + (options.floor ? 1 : 0));
+  const estimateS = (cases.length * runsPerCase * (options.warmupMs + options.durationMs)) / 1000;
+  log(`${cases.length} cases × ${runsPerCase} runs, about ${Math.ceil(estimateS / 60)} min of load (plus capture, EXPLAIN and draining)`);
+
+  // 1. The handlers' statements, recorded in-process.
+  log("capturing the statements of each case …");
+  const recorder = createRecorder(options.databaseUrl, config);
+  const captures = new Map<string, Capture>();
+  for (const c of cases) {
+    const capture = await captureCase(recorder, config, c);
+    captures.set(c.id, capture);
+    const sent = capture.debugCount === capture.statements.length ? "" : `  (postgres debug saw ${capture.debugCount} statements!)`;
+    log(`  ${c.id.padEnd(26)} ${capture.statements.length} statements, ${capture.response.items} ${capture.response.description}${sent}`);
+  }
+  await recorder.end();
+
+  // 2. EXPLAIN of every statement.
+  const plans = new Map<string, StatementPlans[]>();
+  if (options.explain) {
+    log("explaining …");
+    const explainer = new Explainer(options.databaseUrl);
+    for (const c of cases) {
+      const list: StatementPlans[] = [];
+      for (const s of captures.get(c.id)?.statements ?? []) list.push(await explainer.explain(s));
+      plans.set(c.id, list);
+      const bad = list.flatMap((p) => p.seqScans.filter((x) => x.severity !== "info").map((x) => `${x.severity} ${x.relation} (${x.plan})`));
+      const errors = list.filter((p) => p.error !== undefined).map((p) => p.error);
+      log(`  ${c.id.padEnd(26)} ${bad.length === 0 ? "index access only" : bad.join(", ")}${errors.length ? `  errors: ${errors.join("; ")}` : ""}`);
+    }
+    await explainer.end();
+  }
+
+  // 3. The server, in its own process.
+  const start = async () => {
+    const s = await startServer(options.databaseUrl, options.serverEnv, options.serverNodeArgs);
+    log(`server pid ${s.pid} on port ${s.port}, pool ${s.poolSize}`);
+    return s;
+  };
+  let server = await start();
+  /** Peak RSS (MB) of every server process that has ended, and the crashes. */
+  let endedPeakMb = 0;
+  const crashes: BenchResult["server"]["crashes"] = [];
+  const floorSql = openDatabase({ url: options.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const monitorSql = postgres(options.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tonquery-bench-monitor" } });
+  const probes: Probes = {
+    server: undefined,
+    backends: async () =>
+      (await monitorSql<{ pid: string }[]>`select pid::text as pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid),
+    async databaseIdle() {
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        const [row] = await monitorSql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active'`;
+        if ((row?.n ?? 0) === 0) return;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    },
+  };
+
+  const caseResults: CaseResult[] = [];
+  const runs: RunResult[] = [];
+  let sampledPeak = 0;
+  try {
+    for (const c of cases) {
+      const capture = captures.get(c.id) as Capture;
+      log(`${c.id}: ${c.title}`);
+      probes.server = server;
+      const checks = await checkAnswers(c, capture, options, server.port);
+      for (const k of checks.filter((k) => !k.ok)) log(`  answer check failed, ${k.protocol}: ${k.detail}`);
+
+      const floorP50 = new Map<number, number>();
+      if (options.floor) {
+        for (const concurrency of options.concurrency) {
+          const send: Send = async (signal) => {
+            await replay(floorSql, capture.statements, signal);
+            return 0;
+          };
+          const r = await measure({ case: c.id, protocol: "floor", concurrency }, send, options, probes, undefined);
+          floorP50.set(concurrency, r.stats.p50);
+          runs.push(r);
+        }
+      }
+      for (const protocol of options.protocols) {
+        for (const concurrency of options.concurrency) {
+          const client = createProtocolClient(protocol, options.client, server.port, concurrency);
+          try {
+            const { send } = client.prepare(c);
+            probes.server = server;
+            const r = await measure({ case: c.id, protocol, concurrency }, send, options, probes, floorP50.get(concurrency));
+            sampledPeak = Math.max(sampledPeak, r.peakRssMb ?? 0);
+            runs.push(r);
+          } finally {
+            await client.close();
+          }
+          const exit = server.exit();
+          if (exit !== undefined) {
+            const peak = server.lifetimePeakRssMb();
+            log(`  SERVER DIED during ${c.id} ${protocol} c=${concurrency} (code ${exit.code}, signal ${exit.signal}, last sampled RSS peak ${peak.toFixed(0)} MB); restarting`);
+            crashes.push({ case: c.id, protocol, concurrency, code: exit.code, signal: exit.signal, peakRssMb: peak });
+            endedPeakMb = Math.max(endedPeakMb, peak);
+            server = await start();
+          }
+        }
+      }
+      const casePlans = plans.get(c.id);
+      caseResults.push({
+        id: c.id,
+        title: c.title,
+        method: c.method,
+        restPath: c.restPath,
+        request: c.request,
+        response: capture.response,
+        statements: capture.statements.map((s, i) => ({ ...s, parameters: shortenParameters(s.parameters), plans: casePlans?.[i] })),
+        debugCount: capture.debugCount,
+        checks,
+      });
+    }
+  } finally {
+    await floorSql.end({ timeout: 5 });
+    await monitorSql.end({ timeout: 5 });
+  }
+  const memory = server.memory();
+  await server.stop();
+  const peakRssMb = Math.max(memory.hwmMb, endedPeakMb);
+
+  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes);
+  const finishedAt = new Date();
+  const cpus = os.cpus();
+  const { databaseUrl, ...rest } = options;
+  const result: BenchResult = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000,
+    options: { ...rest, database: redact(databaseUrl) },
+    environment: { cpus: cpus.length, cpuModel: cpus[0]?.model ?? "?", memoryMb: Math.round(os.totalmem() / 2 ** 20), node: process.version, postgres: pgVersion.split(" on ")[0] ?? pgVersion },
+    dataset,
+    server: { pid: server.pid, poolSize: server.poolSize, peakRssMb, finalRssMb: memory.rssMb, sampledPeakRssMb: sampledPeak, crashes },
+    cases: caseResults,
+    runs,
+    targets,
+  };
+  const outDir = resolve(options.outDir);
+  await mkdir(outDir, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
+  const jsonPath = join(outDir, `${stamp}.json`);
+  const mdPath = join(outDir, "latest.md");
+  await writeFile(jsonPath, `${JSON.stringify(result, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}\n`);
+  await writeFile(mdPath, markdown(result));
+  log("");
+  log(targetsText(targets));
+  log(`results: ${jsonPath}\n         ${mdPath}`);
+  return 0;
+}
+
+/** Each protocol's answer, decoded once, must have as many items as the handler's in-process answer. */
+async function checkAnswers(c: BenchCase, capture: Capture, options: BenchOptions, port: number): Promise<CaseResult["checks"]> {
+  const checks: CaseResult["checks"] = [];
+  for (const protocol of options.protocols) {
+    const client = createProtocolClient(protocol, options.client, port, 1);
+    try {
+      const got = await client.prepare(c).check();
+      const ok = got.items === capture.response.items;
+      checks.push({ protocol, ok, detail: ok ? `${got.items} ${got.description}` : `${got.items} ${got.description}, the handler answered ${capture.response.items}` });
+    } catch (err) {
+      checks.push({ protocol, ok: false, detail: (err as Error).message });
+    } finally {
+      await client.close();
+    }
+  }
+  return checks;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(2);
+  },
+);

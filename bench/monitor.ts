@@ -1,0 +1,151 @@
+// The server's child process and what the bench reads about it and PostgreSQL from /proc: resident memory
+// (VmRSS sampled every 50 ms, VmHWM the kernel's own peak) and CPU time (utime + stime, of the server, of every
+// postgres process, and of the bench process itself).
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+
+const clockTicks = 100; // USER_HZ on Linux
+
+export interface ServerProcess {
+  pid: number;
+  port: number;
+  poolSize: number;
+  /** Peak VmRSS seen by the sampler since the last call, in MB; resets the window. */
+  takePeakRssMb(): number;
+  /** Current VmRSS and the kernel's high-water mark VmHWM, in MB. */
+  memory(): { rssMb: number; hwmMb: number };
+  cpuMs(): number;
+  /** How the process ended, if it did (a crash, an out-of-memory kill). */
+  exit(): { code: number | null; signal: string | null } | undefined;
+  /** Highest VmRSS the sampler saw over the process's whole life, in MB. */
+  lifetimePeakRssMb(): number;
+  /** Resolves when the server has used under 5% of a core for 300 ms (or after 60 s). */
+  waitIdle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+function statusField(pid: number, field: string): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text);
+    return match ? Number(match[1]) / 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** utime + stime of a process in ms, or undefined when it is gone. */
+function processCpuMs(pid: number | string): { comm: string; ms: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // comm is in parentheses and may contain spaces; the fields after it are space separated.
+    const close = text.lastIndexOf(")");
+    const comm = text.slice(text.indexOf("(") + 1, close);
+    const fields = text.slice(close + 2).split(" ");
+    // Fields 14 and 15 of stat (utime, stime) are at 11 and 12 after the comm.
+    return { comm, ms: ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU of every postgres process on this machine (server and backends), in ms, by pid. */
+export function postgresCpu(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cpu = processCpuMs(entry);
+    if (cpu !== undefined && cpu.comm.startsWith("postgres")) byPid.set(entry, cpu.ms);
+  }
+  return byPid;
+}
+
+/**
+ * PostgreSQL CPU spent between two readings by the given backends: those alive at both count their difference,
+ * those started in between all of theirs. A backend that exited in between is lost (the pools keep theirs open).
+ */
+export function postgresCpuDeltaMs(before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>, pids: ReadonlySet<string>): number {
+  let total = 0;
+  for (const [pid, ms] of after) if (pids.has(pid)) total += ms - (before.get(pid) ?? 0);
+  return total;
+}
+
+export function benchCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+export async function startServer(databaseUrl: string, env: Record<string, string>, nodeArgs: string[]): Promise<ServerProcess> {
+  const entry = new URL("./server-process.ts", import.meta.url).pathname;
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, entry], {
+    env: { ...process.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const pid = child.pid;
+  if (pid === undefined) throw new Error("could not start the server process");
+  const ready = await new Promise<{ port: number; poolSize: number }>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.once("line", (line) => {
+      try {
+        resolve(JSON.parse(line) as { port: number; poolSize: number });
+      } catch {
+        reject(new Error(`unexpected first line from the server process: ${line}`));
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`the server process exited with ${code} before listening`)));
+  });
+
+  let peak = 0;
+  let lifetimePeak = 0;
+  const sample = () => {
+    const rss = statusField(pid, "VmRSS");
+    if (rss > peak) peak = rss;
+    if (rss > lifetimePeak) lifetimePeak = rss;
+  };
+  const timer = setInterval(sample, 50);
+  timer.unref();
+
+  let exit: { code: number | null; signal: string | null } | undefined;
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", (code, signal) => {
+      exit = { code, signal };
+      clearInterval(timer);
+      resolve();
+    }),
+  );
+  return {
+    pid,
+    port: ready.port,
+    poolSize: ready.poolSize,
+    takePeakRssMb() {
+      sample();
+      const p = peak;
+      peak = statusField(pid, "VmRSS");
+      return p;
+    },
+    memory: () => ({ rssMb: statusField(pid, "VmRSS"), hwmMb: statusField(pid, "VmHWM") }),
+    cpuMs: () => processCpuMs(pid)?.ms ?? Number.NaN,
+    exit: () => exit,
+    lifetimePeakRssMb: () => lifetimePeak,
+    async waitIdle() {
+      const deadline = Date.now() + 60_000;
+      let last = processCpuMs(pid)?.ms ?? 0;
+      while (Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 300));
+        const now = processCpuMs(pid)?.ms ?? 0;
+        if (now - last < 15) return;
+        last = now;
+      }
+    },
+    async stop() {
+      clearInterval(timer);
+      if (exit !== undefined) return;
+      child.kill("SIGTERM");
+      const timeout = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      await exited;
+      clearTimeout(timeout);
+    },
+  };
+}

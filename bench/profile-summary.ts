@@ -1,0 +1,79 @@
+// Summarises a V8 .cpuprofile (from `npm run bench -- --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=DIR`):
+// self time by function and by package or source file, and total (inclusive) time of the project's own functions.
+//
+//   node bench/profile-summary.ts DIR/CPU.*.cpuprofile [--top 25]
+
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+function where(url: string): string {
+  if (url === "") return "(native)";
+  const nm = url.lastIndexOf("node_modules/");
+  if (nm >= 0) {
+    const rest = url.slice(nm + "node_modules/".length).split("/");
+    return rest[0]?.startsWith("@") ? `${rest[0]}/${rest[1]}` : (rest[0] ?? url);
+  }
+  const project = url.indexOf("/work/main/");
+  if (project >= 0) return url.slice(project + "/work/main/".length);
+  if (url.startsWith("node:")) return url;
+  return url.replace(/^file:\/\//, "");
+}
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: "string" } } });
+const top = Number(values.top ?? 25);
+for (const file of positionals) {
+  const profile = JSON.parse(await readFile(file, "utf8")) as Profile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const totalUs = profile.endTime - profile.startTime;
+
+  const byFunction = new Map<string, number>();
+  const byPlace = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of self) {
+    const node = byId.get(id);
+    if (node === undefined) continue;
+    const f = node.callFrame;
+    const name = `${f.functionName || "(anonymous)"} ${where(f.url)}:${f.lineNumber + 1}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + us);
+    byPlace.set(where(f.url), (byPlace.get(where(f.url)) ?? 0) + us);
+    // Inclusive time of project functions (src/, gen/): each distinct frame once per sample stack.
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const cf = byId.get(cur)?.callFrame;
+      if (cf === undefined) break;
+      const w = where(cf.url);
+      if (!w.startsWith("src/")) continue;
+      const key = `${cf.functionName || "(anonymous)"} ${w}:${cf.lineNumber + 1}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + us);
+    }
+  }
+  const pct = (us: number) => `${((100 * us) / totalUs).toFixed(1).padStart(5)}%`;
+  const print = (title: string, map: Map<string, number>) => {
+    process.stdout.write(`\n${title}\n`);
+    for (const [k, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(`  ${pct(us)} ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}\n`);
+  };
+  process.stdout.write(`${file}: ${(totalUs / 1e6).toFixed(1)} s profiled\n`);
+  print("self time by package / file", byPlace);
+  print("self time by function", byFunction);
+  print("inclusive time of src/ functions", inclusive);
+}

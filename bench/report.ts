@@ -1,0 +1,325 @@
+// Targets, the JSON result and the Markdown table.
+
+import type { BenchOptions, Protocol } from "./args.ts";
+import type { BenchCase, DatasetFacts } from "./cases.ts";
+import type { CapturedStatement, ResponseSummary } from "./capture.ts";
+import type { StatementPlans } from "./explain.ts";
+import type { LatencyStats } from "./load.ts";
+
+export type RunProtocol = Protocol | "floor";
+
+export interface RunResult {
+  case: string;
+  protocol: RunProtocol;
+  concurrency: number;
+  stats: LatencyStats;
+  /** CPU per completed request, in ms: the server process, every postgres process, the bench process. */
+  cpuPerRequestMs: { server: number; postgres: number; bench: number };
+  /** Peak VmRSS of the server during the run (server runs only). */
+  peakRssMb?: number;
+}
+
+export interface CaseResult {
+  id: string;
+  title: string;
+  method: string;
+  restPath: string;
+  request: unknown;
+  response: ResponseSummary;
+  /** The handler's statements; long parameter lists are shortened here (the replay used them whole). */
+  statements: (Omit<CapturedStatement, "parameters"> & { parameters: unknown[]; plans?: StatementPlans })[];
+  debugCount: number;
+  /** Answers of each protocol that did not match the handler's in-process answer. */
+  checks: { protocol: Protocol; ok: boolean; detail: string }[];
+}
+
+export interface Target {
+  name: string;
+  /** null: not measured in this run (the cases or protocols it needs were not selected). */
+  pass: boolean | null;
+  detail: string;
+  failures: string[];
+}
+
+export interface BenchResult {
+  startedAt: string;
+  finishedAt: string;
+  durationS: number;
+  options: Omit<BenchOptions, "databaseUrl"> & { database: string };
+  environment: Record<string, string | number>;
+  dataset: DatasetFacts;
+  server: {
+    pid: number;
+    poolSize: number;
+    /** VmHWM of the last server process, or the sampled peak of one that died, whichever is higher. */
+    peakRssMb: number;
+    finalRssMb: number;
+    sampledPeakRssMb: number;
+    crashes: { case: string; protocol: RunProtocol; concurrency: number; code: number | null; signal: string | null; peakRssMb: number }[];
+  };
+  cases: CaseResult[];
+  runs: RunResult[];
+  targets: Target[];
+}
+
+export const targetsSpec = {
+  floorRatio: 1.5,
+  hotVsCold: 2,
+  masterchainInfoRps: 3000,
+  limit100P50Ms: 100,
+  limit100Transactions: 2_000_000,
+  rssMb: 300,
+};
+
+const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : "—");
+const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)) : "—");
+
+function find(runs: readonly RunResult[], caseId: string, protocol: RunProtocol, concurrency: number): RunResult | undefined {
+  return runs.find((r) => r.case === caseId && r.protocol === protocol && r.concurrency === concurrency);
+}
+
+export function evaluateTargets(
+  cases: readonly BenchCase[],
+  runs: readonly RunResult[],
+  dataset: DatasetFacts,
+  peakRssMb: number,
+  crashes: BenchResult["server"]["crashes"],
+): Target[] {
+  const targets: Target[] = [];
+  const serverRuns = runs.filter((r) => r.protocol !== "floor");
+
+  {
+    const failures: string[] = [];
+    let checked = 0;
+    let worst = 0;
+    for (const r of serverRuns.filter((r) => r.concurrency === 1)) {
+      const floor = find(runs, r.case, "floor", 1);
+      if (floor === undefined || !(floor.stats.p50 > 0)) continue;
+      checked++;
+      const ratio = r.stats.p50 / floor.stats.p50;
+      worst = Math.max(worst, ratio);
+      if (!(ratio <= targetsSpec.floorRatio)) failures.push(`${r.case} ${r.protocol}: ${ms(r.stats.p50)} ms vs floor ${ms(floor.stats.p50)} ms (×${fmt(ratio, 2)})`);
+    }
+    targets.push({
+      name: `p50 ≤ ${targetsSpec.floorRatio}× the SQL floor, every case at concurrency 1`,
+      pass: checked === 0 ? null : failures.length === 0,
+      detail: checked === 0 ? "no floor measured at concurrency 1" : `${checked - failures.length}/${checked} pass; worst ×${fmt(worst, 2)}`,
+      failures,
+    });
+  }
+
+  {
+    const failures: string[] = [];
+    let checked = 0;
+    const details: string[] = [];
+    for (const hot of cases.filter((c) => c.tags.op === "traces" && c.tags.selector === "hot" && !c.tags.actions && !c.tags.offset)) {
+      const cold = cases.find((c) => c.tags.op === "traces" && c.tags.selector === "cold" && c.tags.limit === hot.tags.limit && !c.tags.actions && !c.tags.offset);
+      if (cold === undefined) continue;
+      for (const r of serverRuns.filter((r) => r.case === hot.id && r.concurrency === 1)) {
+        const rc = find(runs, cold.id, r.protocol, 1);
+        if (rc === undefined) continue;
+        checked++;
+        const ratio = r.stats.p50 / rc.stats.p50;
+        if (r.protocol === "rest") details.push(`limit ${hot.tags.limit}: ×${fmt(ratio, 2)}`);
+        if (!(ratio <= targetsSpec.hotVsCold)) failures.push(`limit ${hot.tags.limit} ${r.protocol}: hot ${ms(r.stats.p50)} ms vs cold ${ms(rc.stats.p50)} ms (×${fmt(ratio, 2)})`);
+      }
+    }
+    targets.push({
+      name: `traces: hot account p50 within ${targetsSpec.hotVsCold}× the cold account's at the same limit (concurrency 1)`,
+      pass: checked === 0 ? null : failures.length === 0,
+      detail: checked === 0 ? "hot/cold cases not run" : `${checked - failures.length}/${checked} pass${details.length ? ` (REST ${details.join(", ")})` : ""}`,
+      failures,
+    });
+  }
+
+  {
+    const rest = serverRuns.filter((r) => r.case === "masterchainInfo" && r.protocol === "rest");
+    const best = rest.reduce<RunResult | undefined>((b, r) => (b === undefined || r.stats.rps > b.stats.rps ? r : b), undefined);
+    targets.push({
+      name: `masterchainInfo ≥ ${targetsSpec.masterchainInfoRps} req/s over REST`,
+      pass: best === undefined ? null : best.stats.rps >= targetsSpec.masterchainInfoRps,
+      detail: best === undefined ? "not run" : `best ${fmt(best.stats.rps, 0)} req/s at concurrency ${best.concurrency}`,
+      failures: [],
+    });
+  }
+
+  {
+    const failures: string[] = [];
+    const limit100 = new Set(cases.filter((c) => c.tags.limit === 100).map((c) => c.id));
+    const checkedRuns = serverRuns.filter((r) => limit100.has(r.case) && r.concurrency === 1);
+    let worst: RunResult | undefined;
+    for (const r of checkedRuns) {
+      if (worst === undefined || r.stats.p50 > worst.stats.p50) worst = r;
+      if (!(r.stats.p50 <= targetsSpec.limit100P50Ms)) failures.push(`${r.case} ${r.protocol}: ${ms(r.stats.p50)} ms`);
+    }
+    const scale =
+      dataset.transactions >= targetsSpec.limit100Transactions
+        ? ""
+        : ` — dataset has ${dataset.transactions.toLocaleString("en-US")} transactions, not ${targetsSpec.limit100Transactions.toLocaleString("en-US")}: indicative only`;
+    targets.push({
+      name: `no case above ${targetsSpec.limit100P50Ms} ms p50 at limit 100 (concurrency 1, ${targetsSpec.limit100Transactions / 1e6}M transactions)`,
+      pass: checkedRuns.length === 0 ? null : failures.length === 0,
+      detail: checkedRuns.length === 0 ? "no limit-100 case run" : `worst ${worst?.case} ${worst?.protocol} ${ms(worst?.stats.p50 ?? Number.NaN)} ms${scale}`,
+      failures,
+    });
+  }
+
+  const worstRss = serverRuns.reduce<RunResult | undefined>((w, r) => (w === undefined || (r.peakRssMb ?? 0) > (w.peakRssMb ?? 0) ? r : w), undefined);
+  targets.push({
+    name: `server RSS under ${targetsSpec.rssMb} MB under load`,
+    pass: Number.isFinite(peakRssMb) ? peakRssMb < targetsSpec.rssMb : null,
+    detail: `peak ${fmt(peakRssMb, 0)} MB (VmHWM of the server process over the whole bench)${worstRss ? `; highest in a run: ${fmt(worstRss.peakRssMb ?? Number.NaN, 0)} MB in ${worstRss.case} ${worstRss.protocol} c=${worstRss.concurrency}` : ""}`,
+    failures: [],
+  });
+
+  if (crashes.length > 0) {
+    targets.push({
+      name: "the server never died",
+      pass: false,
+      detail: `${crashes.length} crashes`,
+      failures: crashes.map((c) => `${c.case} ${c.protocol} c=${c.concurrency}: code ${c.code}, signal ${c.signal}, RSS ${fmt(c.peakRssMb, 0)} MB`),
+    });
+  }
+  const errored = runs.filter((r) => r.stats.errors > 0);
+  const aborted = runs.filter((r) => r.stats.censored > 0);
+  if (aborted.length > 0) {
+    targets.push({
+      name: "every request answered within the run bound (--max-run-ms)",
+      pass: false,
+      detail: `${aborted.length} runs had requests aborted`,
+      failures: aborted.map((r) => `${r.case} ${r.protocol} c=${r.concurrency}: ${r.stats.censored} aborted, ${r.stats.n} answered`),
+    });
+  }
+  if (errored.length > 0) {
+    targets.push({
+      name: "no request failed",
+      pass: false,
+      detail: `${errored.length} runs had errors`,
+      failures: errored.map((r) => `${r.case} ${r.protocol} c=${r.concurrency}: ${r.stats.errors} errors, first: ${r.stats.firstError ?? ""}`),
+    });
+  }
+  return targets;
+}
+
+const mark = (pass: boolean | null) => (pass === null ? "n/a" : pass ? "PASS" : "FAIL");
+
+export function targetsText(targets: readonly Target[]): string {
+  const lines: string[] = [];
+  for (const t of targets) {
+    lines.push(`${mark(t.pass).padEnd(4)}  ${t.name}: ${t.detail}`);
+    for (const f of t.failures.slice(0, 12)) lines.push(`        ${f}`);
+    if (t.failures.length > 12) lines.push(`        … ${t.failures.length - 12} more`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+function shortQuery(query: string, max = 90): string {
+  const flat = query.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+const escapeCell = (s: string) => s.replace(/\|/g, "\\|");
+
+export function markdown(result: BenchResult): string {
+  const out: string[] = [];
+  const d = result.dataset;
+  const n = (v: number) => v.toLocaleString("en-US");
+  out.push(`# tonquery bench, ${result.startedAt}`, "");
+  out.push(
+    `Dataset: ${n(d.transactions)} transactions, ${n(d.traces)} traces, ${n(d.messages)} messages, ${n(d.actions)} actions, ${n(d.blocks)} blocks, ${n(d.accounts)} accounts.`,
+  );
+  if (d.hot) out.push(`Hot account ${d.hot.account}: ${n(d.hot.transactions)} transactions in ${n(d.hot.traces)} traces.`);
+  if (d.cold) out.push(`Cold account ${d.cold.account}: ${n(d.cold.transactions)} transactions in ${n(d.cold.traces)} traces.`);
+  const env = result.environment;
+  out.push(
+    "",
+    `Machine: ${env.cpus} CPUs (${env.cpuModel}), node ${env.node}, ${env.postgres}. Server pool ${result.server.poolSize} connections.`,
+    `Runs: ${result.options.warmupMs} ms warm-up + ${result.options.durationMs} ms measured per (case, protocol, concurrency), client mode "${result.options.client}". Whole bench ${fmt(result.durationS / 60, 1)} min.`,
+    "",
+    "## Targets",
+    "",
+    "| | target | result |",
+    "|---|---|---|",
+  );
+  for (const t of result.targets) {
+    const failures = t.failures.length > 0 ? `<br>${t.failures.slice(0, 8).map(escapeCell).join("<br>")}${t.failures.length > 8 ? `<br>… ${t.failures.length - 8} more` : ""}` : "";
+    out.push(`| ${mark(t.pass)} | ${escapeCell(t.name)} | ${escapeCell(t.detail)}${failures} |`);
+  }
+
+  out.push(
+    "",
+    `Server memory: peak RSS ${fmt(result.server.peakRssMb, 0)} MB (VmHWM), highest sampled VmRSS ${fmt(result.server.sampledPeakRssMb, 0)} MB, ${fmt(result.server.finalRssMb, 0)} MB at the end.`,
+    "",
+    "## Latency and throughput",
+    "",
+    "ours/floor = p50 of the server over p50 of the same statements replayed through `postgres` at the same concurrency. CPU columns: milliseconds of CPU per request of the server process and of all postgres processes.",
+    "",
+    "| case | protocol | c | p50 ms | p99 ms | req/s | floor p50 ms | floor req/s | ours/floor | server CPU ms/req | pg CPU ms/req | KB/resp | peak RSS MB | n | errors |",
+    "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+  );
+  for (const c of result.cases) {
+    for (const r of result.runs.filter((r) => r.case === c.id && r.protocol !== "floor")) {
+      const floor = find(result.runs, r.case, "floor", r.concurrency);
+      const ratio = floor ? r.stats.p50 / floor.stats.p50 : Number.NaN;
+      const lat = (v: number) => (v === Number.POSITIVE_INFINITY ? `> ${result.options.maxRunMs}` : ms(v));
+      const rps = (v: number) => fmt(v, v < 10 ? 1 : 0);
+      const failed = `${r.stats.errors}${r.stats.censored > 0 ? ` (+${r.stats.censored} aborted)` : ""}`;
+      out.push(
+        `| ${c.id} | ${r.protocol} | ${r.concurrency} | ${lat(r.stats.p50)} | ${lat(r.stats.p99)} | ${rps(r.stats.rps)} | ${floor ? lat(floor.stats.p50) : "—"} | ${floor ? rps(floor.stats.rps) : "—"} | ${fmt(ratio, 2)} | ${fmt(r.cpuPerRequestMs.server, 2)} | ${fmt(r.cpuPerRequestMs.postgres, 2)} | ${fmt(r.stats.bytesPerRequest / 1024, 1)} | ${fmt(r.peakRssMb ?? Number.NaN, 0)} | ${r.stats.n} | ${failed} |`,
+      );
+    }
+  }
+
+  out.push("", "## Cases", "", "| case | request | response | statements (rounds) |", "|---|---|---|---|");
+  for (const c of result.cases) {
+    const rounds = new Map<number, number>();
+    const depth = (i: number): number => {
+      const s = c.statements[i];
+      return s === undefined || s.after.length === 0 ? 1 : 1 + Math.max(...s.after.map(depth));
+    };
+    c.statements.forEach((_, i) => rounds.set(i, depth(i)));
+    const maxRound = Math.max(0, ...rounds.values());
+    out.push(`| ${c.id} | ${escapeCell(c.title)}<br>\`${escapeCell(c.restPath.length > 100 ? `${c.restPath.slice(0, 99)}…` : c.restPath)}\` | ${c.response.items} ${c.response.description} | ${c.statements.length} (${maxRound} sequential) |`);
+  }
+
+  out.push(
+    "",
+    "## EXPLAIN",
+    "",
+    "Steady plan = the plan a warm server runs (plan_cache_mode auto after five executions), with ANALYZE. Seq scans are listed from the custom, generic and steady plans; transactions, messages, traces and actions must never be scanned sequentially.",
+    "",
+    "| case | # | statement | access (steady plan) | plan | exec ms | seq scans |",
+    "|---|--:|---|---|---|--:|---|",
+  );
+  for (const c of result.cases) {
+    c.statements.forEach((s, i) => {
+      const p = s.plans;
+      if (p === undefined) return;
+      const seq = p.seqScans.length === 0 ? "none" : p.seqScans.map((x) => `${x.severity.toUpperCase()} ${x.relation} (${n(x.tableRows)} rows, ${x.plan})`).join("<br>");
+      const differs = p.steady && p.custom && p.steady.access.join() !== p.custom.access.join() ? ` (custom plan: ${p.custom.access.join("; ")})` : "";
+      const kind = p.steady ? (p.steady.generic ? "generic" : "custom") + (p.steady.jit ? `, JIT ${fmt(p.steady.jit.totalMs, 1)} ms` : "") + differs : "—";
+      out.push(
+        `| ${c.id} | ${i + 1} | \`${escapeCell(shortQuery(s.query))}\` | ${escapeCell(p.error ? `error: ${p.error}` : p.access.join("<br>"))} | ${kind} | ${ms(p.steady?.executionMs ?? Number.NaN)} | ${escapeCell(seq)} |`,
+      );
+    });
+  }
+  const mismatches = result.cases.flatMap((c) => c.checks.filter((k) => !k.ok).map((k) => `${c.id} ${k.protocol}: ${k.detail}`));
+  if (mismatches.length > 0) out.push("", "## Answer checks that failed", "", ...mismatches.map((m) => `- ${m}`));
+  out.push("");
+  return out.join("\n");
+}
+
+/**
+ * Shortens long parameters for the JSON file (the replay used them whole): arrays, and the array literals postgres
+ * has already serialised them into by the time the statement ran.
+ */
+export function shortenParameters(parameters: readonly unknown[]): unknown[] {
+  return parameters.map((p) => {
+    if (Array.isArray(p) && p.length > 5) return [...p.slice(0, 5), `… ${p.length - 5} more (${p.length} in all)`];
+    if (typeof p === "string" && p.length > 240) {
+      const items = p.startsWith("{") ? `, ${p.split(",").length} elements` : "";
+      return `${p.slice(0, 200)}… (${p.length} characters${items})`;
+    }
+    return p;
+  });
+}
