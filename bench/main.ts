@@ -5,7 +5,7 @@ import os from "node:os";
 import { join, resolve } from "node:path";
 import postgres from "postgres";
 import { loadConfig } from "../src/config.ts";
-import { openDatabase } from "../src/db/client.ts";
+import { openDatabase, redactUrl } from "../src/db/client.ts";
 import { caseSelected, parseOptions, type BenchOptions } from "./args.ts";
 import { buildCases, readDataset, type BenchCase } from "./cases.ts";
 import { captureCase, createRecorder, replay, type Capture } from "./capture.ts";
@@ -19,15 +19,6 @@ import { evaluateTargets, markdown, shortenParameters, targetsText, type BenchRe
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : "—");
 
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable database URL)";
-  }
-}
 
 interface Probes {
   server: ServerProcess | undefined;
@@ -93,7 +84,7 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const admin = postgres(options.databaseUrl, { max: 4, onnotice: () => {} });
   const [{ version: pgVersion } = { version: "?" }] = await admin<{ version: string }[]>`select version()`;
-  log(`reading the dataset at ${redact(options.databaseUrl)} …`);
+  log(`reading the dataset at ${redactUrl(options.databaseUrl)} …`);
   const dataset = await readDataset(admin);
   await admin.end({ timeout: 5 });
   const allCases = buildCases(dataset);
@@ -242,7 +233,7 @@ async function main(): Promise<number> {
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     durationS: (finishedAt.getTime() - startedAt.getTime()) / 1000,
-    options: { ...rest, database: redact(databaseUrl) },
+    options: { ...rest, database: redactUrl(databaseUrl) },
     environment: { cpus: cpus.length, cpuModel: cpus[0]?.model ?? "?", memoryMb: Math.round(os.totalmem() / 2 ** 20), node: process.version, postgres: pgVersion.split(" on ")[0] ?? pgVersion },
     dataset,
     server: { pid: server.pid, poolSize: server.poolSize, peakRssMb, finalRssMb: memory.rssMb, sampledPeakRssMb: sampledPeak, crashes },

@@ -1,5 +1,5 @@
 import { ConfigError, helpText, loadConfig } from "./config.ts";
-import { openDatabase } from "./db/client.ts";
+import { openDatabase, redactUrl } from "./db/client.ts";
 import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
 import { startDemoDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
 import { log } from "./log.ts";
@@ -29,7 +29,7 @@ async function main(): Promise<number> {
   const baseUrl = `http://${host.includes(":") ? `[${host}]` : host}:${address.port}`;
   log.info("tonquery ready", {
     url: baseUrl,
-    database: embedded ? "embedded PGlite with the demo dataset" : redact(databaseUrl),
+    database: embedded ? "embedded PGlite with the demo dataset" : redactUrl(databaseUrl),
     schema: formatVersion(version),
   });
   process.stdout.write(usageExamples(baseUrl, embedded !== undefined));
@@ -47,16 +47,6 @@ async function main(): Promise<number> {
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
   return -1;
-}
-
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "(unparseable DATABASE_URL)";
-  }
 }
 
 main().then(

@@ -3,6 +3,17 @@ import { Code, ConnectError } from "@connectrpc/connect";
 
 export type Sql = postgres.Sql;
 
+/** A database URL fit for logs: the password masked. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable database URL)";
+  }
+}
+
 export interface DatabaseOptions {
   url: string;
   poolSize: number;

@@ -1,7 +1,7 @@
 import postgres from "postgres";
 import { randomBytes } from "node:crypto";
 import { readSchema, startEmbeddedDatabase } from "../../src/embedded/pglite.ts";
-import type { Sql } from "../../src/db/client.ts";
+import { redactUrl, type Sql } from "../../src/db/client.ts";
 
 /**
  * A fresh index database for one test file: a new database on the real PostgreSQL server when one is
@@ -38,7 +38,7 @@ export function testEngine(): Promise<TestDatabase["engine"]> {
   engine ??= (async () => {
     if (process.env.TEST_DATABASE === "pglite") return "pglite";
     if (await realServerReachable()) return "postgresql";
-    if (process.env.CI) throw new Error(`CI must test against PostgreSQL, but ${redact(serverUrl)} is not reachable`);
+    if (process.env.CI) throw new Error(`CI must test against PostgreSQL, but ${redactUrl(serverUrl)} is not reachable`);
     return "pglite";
   })();
   return engine;
@@ -82,8 +82,3 @@ async function createOnPglite(): Promise<TestDatabase> {
   };
 }
 
-function redact(url: string): string {
-  const u = new URL(url);
-  if (u.password) u.password = "***";
-  return u.toString();
-}
