@@ -12,15 +12,16 @@
 // the handler cannot have needed anything else, and it did wait for those. Promise.all rounds therefore replay as
 // concurrent statements, a chain (rows, then their messages) as a chain. Only the direct dependencies are kept.
 //
-// Replay. sql.unsafe(text, parameters, { prepare: true }) on a pool opened like the server's (openDatabase, same
-// size, same session settings): the same prepared statements, the same parameter types (postgres infers them from
-// the same JS values), the same row parsing, but none of the handler's own work (protobuf, presentation, HTTP).
+// Replay. sql.unsafe(text, parameters, { prepare }) on pools opened like the server's (openDatabase, same sizes,
+// same session settings), each statement on the pool it was recorded from: the same prepared or per-call-planned
+// statements, the same parameter types (postgres infers them from the same JS values), the same row parsing, but
+// none of the handler's own work (protobuf, presentation, HTTP).
 
 import { createHandlerContext } from "@connectrpc/connect";
 import postgres from "postgres";
 import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import type { Config } from "../src/config.ts";
-import type { Sql } from "../src/db/client.ts";
+import type { Database, Sql } from "../src/db/client.ts";
 import { getAdjacentTransactions } from "../src/handlers/adjacent-transactions.ts";
 import { getBlockTransactionsExt } from "../src/handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "../src/handlers/masterchain-info.ts";
@@ -31,6 +32,8 @@ import type { BenchCase } from "./cases.ts";
 export interface CapturedStatement {
   query: string;
   parameters: unknown[];
+  /** Sent as a named prepared statement (Database.sql) or planned per call (Database.sqlCustomPlan). */
+  prepared: boolean;
   /** Indices of the statements that must have completed before this one is sent. */
   after: number[];
   /** Rows the statement returned when captured. */
@@ -56,6 +59,7 @@ type QueryLike = Promise<unknown> & { string?: string; parameters?: unknown[]; s
 
 interface Recorded {
   query: QueryLike;
+  prepared: boolean;
   issued: number;
   settled: number | undefined;
   issuedAt: number;
@@ -64,33 +68,37 @@ interface Recorded {
 }
 
 export interface Recorder {
-  sql: Sql;
+  db: Database;
   record<T>(run: () => Promise<T>): Promise<{ result: T; capture: Omit<Capture, "response"> }>;
   end(): Promise<void>;
 }
 
-/** A client opened like the server's pool, whose queries can be recorded. */
+/** Clients opened like the server's pools, whose queries can be recorded. */
 export function createRecorder(url: string, config: Config): Recorder {
   let debugCount = 0;
   let recording: Recorded[] | undefined;
   let seq = 0;
-  const real = postgres(url, {
-    max: config.poolSize,
-    onnotice: () => {},
-    connection: { application_name: "tonquery-bench-capture", default_transaction_read_only: true, statement_timeout: config.statementTimeoutMs },
-    debug: () => {
-      if (recording !== undefined) debugCount++;
-    },
-  });
+  const open = (prepare: boolean) =>
+    postgres(url, {
+      max: config.poolSize,
+      prepare,
+      onnotice: () => {},
+      connection: { application_name: "tonquery-bench-capture", default_transaction_read_only: true, statement_timeout: config.statementTimeoutMs },
+      debug: () => {
+        if (recording !== undefined) debugCount++;
+      },
+    });
+  const prepared = open(true);
+  const customPlan = open(false);
 
-  const instrument = (q: QueryLike) => {
+  const instrument = (q: QueryLike, isPrepared: boolean) => {
     const originalThen = q.then;
     let entry: Recorded | undefined;
     Object.defineProperty(q, "then", {
       configurable: true,
       value(onFulfilled?: (v: unknown) => unknown, onRejected?: (e: unknown) => unknown) {
         if (entry === undefined && recording !== undefined) {
-          entry = { query: q, issued: seq++, settled: undefined, issuedAt: performance.now(), settledAt: 0, rows: 0 };
+          entry = { query: q, prepared: isPrepared, issued: seq++, settled: undefined, issuedAt: performance.now(), settledAt: 0, rows: 0 };
           recording.push(entry);
         }
         const settle = (rows: number) => {
@@ -116,16 +124,20 @@ export function createRecorder(url: string, config: Config): Recorder {
     });
   };
 
-  const proxy = new Proxy(real, {
-    apply(target, thisArg, args) {
-      const result: unknown = Reflect.apply(target, thisArg, args);
-      if (result instanceof Promise && "strings" in result) instrument(result as QueryLike);
-      return result;
-    },
-  });
+  const recorded = (real: Sql, isPrepared: boolean) =>
+    new Proxy(real, {
+      apply(target, thisArg, args) {
+        const result: unknown = Reflect.apply(target, thisArg, args);
+        if (result instanceof Promise && "strings" in result) instrument(result as QueryLike, isPrepared);
+        return result;
+      },
+    });
+  const end = async () => {
+    await Promise.all([prepared.end({ timeout: 5 }), customPlan.end({ timeout: 5 })]);
+  };
 
   return {
-    sql: proxy,
+    db: { sql: recorded(prepared, true), sqlCustomPlan: recorded(customPlan, false), end },
     async record(run) {
       recording = [];
       debugCount = 0;
@@ -138,7 +150,7 @@ export function createRecorder(url: string, config: Config): Recorder {
         recording = undefined;
       }
     },
-    end: () => real.end({ timeout: 5 }),
+    end,
   };
 }
 
@@ -153,6 +165,7 @@ function toStatements(entries: Recorded[]): CapturedStatement[] {
     return {
       query: s.query.string,
       parameters: [...s.query.parameters],
+      prepared: s.prepared,
       after: all.filter((j) => !implied.has(j)),
       rows: s.rows,
       capturedMs: s.settledAt - s.issuedAt,
@@ -169,7 +182,7 @@ export function callHandler(deps: ServiceDeps, c: BenchCase): Promise<unknown> {
     protocolName: "bench",
     requestMethod: "POST",
     url: `/${TonQueryService.typeName}/${method.name}`,
-    timeoutMs: deps.config.statementTimeoutMs * 4,
+    timeoutMs: deps.config.requestTimeoutMs,
   });
   switch (c.method) {
     case "getMasterchainInfo":
@@ -206,7 +219,7 @@ export function summarize(method: BenchCase["method"], response: unknown): Respo
  * request. The last run is the one recorded, so the structure reflects a warm server.
  */
 export async function captureCase(recorder: Recorder, config: Config, c: BenchCase, warmups = 2): Promise<Capture> {
-  const deps: ServiceDeps = { sql: recorder.sql, config };
+  const deps: ServiceDeps = { db: recorder.db, config };
   for (let i = 0; i < warmups; i++) await callHandler(deps, c);
   const { result, capture } = await recorder.record(() => callHandler(deps, c));
   return { ...capture, response: summarize(c.method, result) };
@@ -218,13 +231,14 @@ export async function captureCase(recorder: Recorder, config: Config, c: BenchCa
  * their connection: cancelling a postgres query that is still waiting for its connection to open leaks that
  * connection (postgres 3.4.9), so those are left to finish.
  */
-export function replay(sql: Sql, statements: readonly CapturedStatement[], signal?: AbortSignal): Promise<void> {
+export function replay(db: Database, statements: readonly CapturedStatement[], signal?: AbortSignal): Promise<void> {
   const started: { cancel(): unknown; active?: boolean }[] = [];
   const done: Promise<unknown>[] = [];
   for (const s of statements) {
     const run = () => {
       if (signal?.aborted) throw new Error("aborted");
-      const q = sql.unsafe(s.query, s.parameters as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const sql = s.prepared ? db.sql : db.sqlCustomPlan;
+      const q = sql.unsafe(s.query, s.parameters as postgres.ParameterOrJSON<never>[], { prepare: s.prepared });
       started.push(q as unknown as { cancel(): unknown; active?: boolean });
       return q;
     };

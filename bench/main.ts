@@ -142,7 +142,7 @@ async function main(): Promise<number> {
   /** Peak RSS (MB) of every server process that has ended, and the crashes. */
   let endedPeakMb = 0;
   const crashes: BenchResult["server"]["crashes"] = [];
-  const floorSql = openDatabase({ url: options.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const floorDb = openDatabase({ url: options.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
   const monitorSql = postgres(options.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tonquery-bench-monitor" } });
   const probes: Probes = {
     server: undefined,
@@ -174,7 +174,7 @@ async function main(): Promise<number> {
       if (options.floor) {
         for (const concurrency of options.concurrency) {
           const send: Send = async (signal) => {
-            await replay(floorSql, capture.statements, signal);
+            await replay(floorDb, capture.statements, signal);
             return 0;
           };
           const r = await measure({ case: c.id, protocol: "floor", concurrency }, send, options, probes, undefined);
@@ -218,7 +218,7 @@ async function main(): Promise<number> {
       });
     }
   } finally {
-    await floorSql.end({ timeout: 5 });
+    await floorDb.end();
     await monitorSql.end({ timeout: 5 });
   }
   const memory = server.memory();

@@ -15,9 +15,9 @@ if (config.databaseUrl === undefined) {
   process.stderr.write("bench/server-process.ts: DATABASE_URL is required\n");
   process.exit(2);
 }
-const sql = openDatabase({ url: config.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
-await checkSchemaVersion(sql);
-const server = createServer({ sql, config });
+const db = openDatabase({ url: config.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+await checkSchemaVersion(db.sql);
+const server = createServer({ db, config });
 const address = await server.listen(0, "127.0.0.1");
 process.stdout.write(`${JSON.stringify({ port: address.port, pid: process.pid, poolSize: config.poolSize })}\n`);
 
@@ -26,7 +26,7 @@ async function stop() {
   if (stopping) return;
   stopping = true;
   await server.close();
-  await sql.end({ timeout: 5 });
+  await db.end();
   process.exit(0);
 }
 process.on("SIGTERM", () => void stop());

@@ -6,12 +6,14 @@ export interface Config {
   databaseUrl: string | undefined;
   host: string;
   port: number;
-  /** Connections the service may open to PostgreSQL. */
+  /** Connections the service may open to PostgreSQL (see openDatabase for how they are split). */
   poolSize: number;
-  /** Requests building responses at once; more wait their turn, which bounds memory under load. */
+  /** Slots of work at once (a page of 125 items takes one); more wait their turn, which bounds memory under load. */
   maxConcurrentRequests: number;
   /** Per-statement bound, also applied as PostgreSQL's statement_timeout. */
   statementTimeoutMs: number;
+  /** Whole-request bound (queue wait included) for REST, and for RPCs whose client sets no deadline. */
+  requestTimeoutMs: number;
   /** /traces limit when the request gives none. */
   defaultLimit: number;
   maxLimit: number;
@@ -35,13 +37,22 @@ export const settings = {
   databaseUrl: { env: "DATABASE_URL", default: "", help: "PostgreSQL URL of the index database (read-only access is enough). Empty: start an embedded PGlite database with the demo dataset." },
   host: { env: "HOST", default: "0.0.0.0", help: "Address to listen on." },
   port: { env: "PORT", default: "8080", help: "Port serving Connect, gRPC, gRPC-web and REST (0 = any free port)." },
-  poolSize: { env: "DB_POOL_SIZE", default: "10", help: "Maximum PostgreSQL connections." },
+  poolSize: {
+    env: "DB_POOL_SIZE",
+    default: "10",
+    help: "Maximum PostgreSQL connections (at least 2): a fifth of them, at least one, run statements planned for each call's values, the rest prepared statements.",
+  },
   maxConcurrentRequests: {
     env: "MAX_CONCURRENT_REQUESTS",
     default: "8",
-    help: "Requests served at once; the others queue (in arrival order, until their deadline). Bounds memory under load.",
+    help: "Slots of work served at once: a request takes one per 125 traces or transactions it asks for (at least one); the others queue in arrival order until their deadline. Bounds memory under load.",
   },
   statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
+  requestTimeoutMs: {
+    env: "REQUEST_TIMEOUT_MS",
+    default: "10000",
+    help: "Deadline of a request, waiting for its turn included, when the client sets none (REST always): 504 / DEADLINE_EXCEEDED after it.",
+  },
   defaultLimit: { env: "DEFAULT_LIMIT", default: "10", help: "Default `limit` of /api/v3/traces." },
   maxLimit: { env: "MAX_LIMIT", default: "1000", help: "Largest accepted `limit` of /api/v3/traces." },
   maxTraceTransactions: { env: "MAX_TRACE_TRANSACTIONS", default: "4000", help: "Traces with more transactions are returned with is_incomplete=true and no transactions." },
@@ -76,6 +87,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     poolSize: integer(s.poolSize.env, read(s.poolSize), 1, 1000),
     maxConcurrentRequests: integer(s.maxConcurrentRequests.env, read(s.maxConcurrentRequests), 1, 10_000),
     statementTimeoutMs: integer(s.statementTimeoutMs.env, read(s.statementTimeoutMs), 1, 3_600_000),
+    requestTimeoutMs: integer(s.requestTimeoutMs.env, read(s.requestTimeoutMs), 1, 3_600_000),
     defaultLimit: integer(s.defaultLimit.env, read(s.defaultLimit), 1, 1_000_000),
     maxLimit: integer(s.maxLimit.env, read(s.maxLimit), 1, 1_000_000),
     maxTraceTransactions: integer(s.maxTraceTransactions.env, read(s.maxTraceTransactions), 1, 10_000_000),

@@ -20,9 +20,9 @@ async function main(): Promise<number> {
     databaseUrl = embedded.url;
   }
 
-  const sql = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
-  const version = await checkSchemaVersion(sql);
-  const server = createServer({ sql, config });
+  const db = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const version = await checkSchemaVersion(db.sql);
+  const server = createServer({ db, config });
   const address = await server.listen(config.port, config.host);
 
   const host = address.address === "0.0.0.0" || address.address === "::" ? "127.0.0.1" : address.address;
@@ -40,7 +40,7 @@ async function main(): Promise<number> {
     stopping = true;
     log.info("shutting down", { signal });
     await server.close();
-    await sql.end({ timeout: 5 });
+    await db.end();
     await embedded?.close();
     process.exit(0);
   };

@@ -7,6 +7,7 @@ import { restHandler, sendEmpty, sendJson } from "./rest/router.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 import { createSinglePortServer, type HttpHandler } from "./single-port.ts";
+import "./ton/native-sha256.ts";
 
 export interface Server {
   listen(port: number, host?: string): Promise<AddressInfo>;
@@ -33,7 +34,7 @@ export function createServer(deps: ServiceDeps): Server {
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = healthHandler(deps);
-  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.statementTimeoutMs * 4 }, (req, res) =>
+  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) =>
     new URL(req.url ?? "/", "http://localhost").pathname === "/healthz" ? health(req, res) : notFound(req, res),
   );
   const rpc = connectNodeAdapter({
@@ -80,7 +81,7 @@ function corsHandler(origin: string, next: HttpHandler): HttpHandler {
 function healthHandler(deps: ServiceDeps): HttpHandler {
   return (_req, res) => {
     const signal = AbortSignal.timeout(2000);
-    runQuery(signal, deps.sql`select 1`).then(
+    runQuery(signal, deps.db.sql`select 1`).then(
       () => sendJson(res, 200, { status: "ok" }),
       () => sendJson(res, 503, { status: "unavailable", error: "database unavailable" }),
     );

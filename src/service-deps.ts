@@ -1,8 +1,8 @@
 import type { Config } from "./config.ts";
-import type { Sql } from "./db/client.ts";
+import type { Database } from "./db/client.ts";
 
 /** What every handler may use; built once at start-up and shared by the RPC and REST doors. */
 export interface ServiceDeps {
-  sql: Sql;
+  db: Database;
   config: Config;
 }

@@ -1,31 +1,81 @@
-import type { ConnectRouter, HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   type GetAdjacentTransactionsRequest,
+  type GetAdjacentTransactionsResponse,
   type GetBlockTransactionsExtRequest,
+  type GetBlockTransactionsExtResponse,
   type GetMasterchainInfoRequest,
+  type GetMasterchainInfoResponse,
   type GetTracesRequest,
+  type GetTracesResponse,
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
 import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
-import { getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
+import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces } from "./handlers/traces.ts";
-import { Admission } from "./admission.ts";
+import { Admission, pageWeight } from "./admission.ts";
 import type { ServiceDeps } from "./service-deps.ts";
+
+/**
+ * What a door does with a response while the request still holds its admission: the RPC doors take the message
+ * as it is (Connect serialises it right after), the REST door presents and serialises it there, so that the
+ * legacy JSON of a page is built within the same memory bound as the page.
+ */
+type Finish<Response, Out> = (response: Response) => Out;
 
 /** The one implementation behind both doors: Connect/gRPC/gRPC-web call it through the router, REST directly. */
 export function createTonQueryService(deps: ServiceDeps) {
-  const admission = new Admission(deps.config.maxConcurrentRequests);
-  const admitted = <T>(context: HandlerContext, work: () => Promise<T>) => admission.run(context.signal, work);
+  const { config } = deps;
+  const admission = new Admission(config.maxConcurrentRequests);
+
+  const admitted = <Response, Out>(
+    context: HandlerContext,
+    weight: number,
+    handle: () => Promise<Response>,
+    finish: Finish<Response, Out> | undefined,
+  ): Promise<Out> => {
+    const { signal, done } = requestSignal(context, config.requestTimeoutMs);
+    const work = async () => {
+      const response = await handle();
+      return finish ? finish(response) : (response as unknown as Out);
+    };
+    return admission.run(signal, weight, work).finally(done);
+  };
+
   return {
-    getMasterchainInfo: (request: GetMasterchainInfoRequest, context: HandlerContext) =>
-      admitted(context, () => getMasterchainInfo(deps, request, context)),
-    getAdjacentTransactions: (request: GetAdjacentTransactionsRequest, context: HandlerContext) =>
-      admitted(context, () => getAdjacentTransactions(deps, request, context)),
-    getTraces: (request: GetTracesRequest, context: HandlerContext) => admitted(context, () => getTraces(deps, request, context)),
-    getBlockTransactionsExt: (request: GetBlockTransactionsExtRequest, context: HandlerContext) =>
-      admitted(context, () => getBlockTransactionsExt(deps, request, context)),
+    getMasterchainInfo: <Out = GetMasterchainInfoResponse>(
+      request: GetMasterchainInfoRequest,
+      context: HandlerContext,
+      finish?: Finish<GetMasterchainInfoResponse, Out>,
+    ) => admitted(context, 0, () => getMasterchainInfo(deps, request, context), finish),
+    getAdjacentTransactions: <Out = GetAdjacentTransactionsResponse>(
+      request: GetAdjacentTransactionsRequest,
+      context: HandlerContext,
+      finish?: Finish<GetAdjacentTransactionsResponse, Out>,
+    ) => admitted(context, 0, () => getAdjacentTransactions(deps, request, context), finish),
+    getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
+      admitted(context, pageWeight(request.limit ?? config.defaultLimit), () => getTraces(deps, request, context), finish),
+    getBlockTransactionsExt: <Out = GetBlockTransactionsExtResponse>(
+      request: GetBlockTransactionsExtRequest,
+      context: HandlerContext,
+      finish?: Finish<GetBlockTransactionsExtResponse, Out>,
+    ) => admitted(context, pageWeight(request.count ?? defaultCount), () => getBlockTransactionsExt(deps, request, context), finish),
   } satisfies ServiceImpl<typeof TonQueryService>;
+}
+
+/**
+ * The request's signal, bounded by the server's own deadline when the client sent none (gRPC and Connect
+ * clients may omit it): no request waits for admission, or for its answer, without end.
+ */
+function requestSignal(context: HandlerContext, timeoutMs: number): { signal: AbortSignal; done: () => void } {
+  if (context.timeoutMs() !== undefined) return { signal: context.signal, done: () => {} };
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(new ConnectError(`the request took longer than the server's deadline of ${timeoutMs} ms`, Code.DeadlineExceeded)),
+    timeoutMs,
+  );
+  return { signal: AbortSignal.any([context.signal, deadline.signal]), done: () => clearTimeout(timer) };
 }
 
 export type TonQueryServiceImpl = ReturnType<typeof createTonQueryService>;

@@ -11,6 +11,7 @@ describe("configuration", () => {
       poolSize: 10,
       maxConcurrentRequests: 8,
       statementTimeoutMs: 3000,
+      requestTimeoutMs: 10000,
       defaultLimit: 10,
       maxLimit: 1000,
       maxTraceTransactions: 4000,

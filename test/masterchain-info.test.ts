@@ -52,7 +52,7 @@ describe.each(recordings)("masterchainInfo reproduces %s", (file) => {
       url: "/tonquery.v1.TonQueryService/GetMasterchainInfo",
     });
     const response = await getMasterchainInfo(
-      { sql: server.sql, config: loadConfig({}) },
+      { db: server.db, config: loadConfig({}) },
       create(GetMasterchainInfoRequestSchema),
       context,
     );

@@ -165,7 +165,27 @@ describe.runIf(process.env.TEST_DATABASE !== "pglite")("PostgreSQL session guara
     expect((await inFlight).status).toBe(200);
     await closed;
     await expect(fetch(`${own.baseUrl}/healthz`)).rejects.toThrow();
-    await own.sql.end();
+    await own.db.end();
+  });
+
+  it("ends a request that waits for its turn at the server's deadline when the client set none", async () => {
+    const own = await startTestServer(db.url, { MAX_CONCURRENT_REQUESTS: "1", REQUEST_TIMEOUT_MS: "300", STATEMENT_TIMEOUT_MS: "20000" });
+    const release = await lockBlocks(db);
+    try {
+      // The first request holds the only slot while its statement waits for the lock; its own answer ends at the
+      // deadline, the slot stays taken.
+      const first = await own.rest("/api/v3/masterchainInfo");
+      expect(first).toMatchObject({ status: 504 });
+      const started = Date.now();
+      const failure = await own.client("grpc").getMasterchainInfo({}).catch((err: unknown) => err);
+      expect((failure as ConnectError).code).toBe(Code.DeadlineExceeded);
+      expect((failure as ConnectError).rawMessage).toBe("the request took longer than the server's deadline of 300 ms");
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      await release();
+    }
+    expect((await own.client("connect").getMasterchainInfo({})).last?.seqno).toBe(51317643);
+    await own.close();
   });
 });
 

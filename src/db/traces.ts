@@ -49,6 +49,7 @@ export async function masterchainBlockExists(sql: Sql, signal: AbortSignal, seqn
   return rows.length > 0;
 }
 
+/** The page of traces; its best plan depends on the filter's values, so run it on `Database.sqlCustomPlan`. */
 export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: TraceFilter, page: TracePage): Promise<TraceRow[]> {
   const hashes = (list: readonly string[]) => sql`${list as string[]}::text[]::tonhash[]`;
   const conditions = [];

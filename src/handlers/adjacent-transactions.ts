@@ -23,9 +23,9 @@ export async function getAdjacentTransactions(
   if (hash === undefined) throw invalidParameter("hash");
   const direction = request.direction === Direction.IN ? "in" : request.direction === Direction.OUT ? "out" : undefined;
 
-  const transactions = await selectAdjacentTransactions(deps.sql, context.signal, hash, direction);
+  const transactions = await selectAdjacentTransactions(deps.db.sql, context.signal, hash, direction);
   if (transactions.length === 0) throw new ConnectError("adjacent transactions not found", Code.NotFound);
-  const addressBook = await selectAddressBook(deps.sql, context.signal, transactionAddresses(transactions), deps.config.testnet);
+  const addressBook = await selectAddressBook(deps.db.sql, context.signal, transactionAddresses(transactions), deps.config.testnet);
   return create(GetAdjacentTransactionsResponseSchema, { transactions, addressBook });
 }
 

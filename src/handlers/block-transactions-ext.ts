@@ -43,7 +43,7 @@ export async function getBlockTransactionsExt(
       ? undefined
       : { account: `${request.workchain}:${accountId(request.afterHash)}`, lt: request.afterLt };
 
-  const block = await selectBlockId(deps.sql, context.signal, request.workchain, request.shard, request.seqno);
+  const block = await selectBlockId(deps.db.sql, context.signal, request.workchain, request.shard, request.seqno);
   const wanted = `(${request.workchain},${request.shard},${request.seqno})`;
   if (block === undefined) throw new ConnectError(`block not found: ${wanted}`, Code.NotFound);
   if ((rootHash !== undefined && rootHash !== block.rootHash) || (fileHash !== undefined && fileHash !== block.fileHash)) {
@@ -51,7 +51,7 @@ export async function getBlockTransactionsExt(
   }
 
   // One more than asked tells whether the block has more.
-  const transactions = await selectBlockTransactions(deps.sql, context.signal, block, after, count + 1);
+  const transactions = await selectBlockTransactions(deps.db.sql, context.signal, block, after, count + 1);
   return create(GetBlockTransactionsExtResponseSchema, {
     id: block,
     reqCount: count,

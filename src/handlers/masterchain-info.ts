@@ -13,7 +13,7 @@ export async function getMasterchainInfo(
   _request: GetMasterchainInfoRequest,
   context: HandlerContext,
 ): Promise<GetMasterchainInfoResponse> {
-  const range = await selectMasterchainRange(deps.sql, context.signal);
+  const range = await selectMasterchainRange(deps.db.sql, context.signal);
   if (range === undefined) {
     throw new ConnectError("no blocks indexed: the database holds no masterchain block yet", Code.NotFound);
   }

@@ -25,7 +25,8 @@ import { invalidParameter } from "./validation.ts";
 export const traceTooLargeWarning = "trace is too large";
 
 export async function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext): Promise<GetTracesResponse> {
-  const { sql, config } = deps;
+  const { sql, sqlCustomPlan } = deps.db;
+  const config = deps.config;
   const filter = traceFilter(request);
   const limit = request.limit ?? config.defaultLimit;
   if (limit > config.maxLimit) throw new ConnectError(`limit is not allowed: ${limit} > ${config.maxLimit}`, Code.InvalidArgument);
@@ -34,7 +35,7 @@ export async function getTraces(deps: ServiceDeps, request: GetTracesRequest, co
 
   const [blockKnown, rows] = await Promise.all([
     filter.mcSeqno === undefined ? true : masterchainBlockExists(sql, context.signal, filter.mcSeqno),
-    selectTraceRows(sql, context.signal, filter, page),
+    selectTraceRows(sqlCustomPlan, context.signal, filter, page),
   ]);
   if (!blockKnown) throw new ConnectError(`masterchain block ${filter.mcSeqno} not found`, Code.NotFound);
 

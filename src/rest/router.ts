@@ -18,8 +18,12 @@ type Dialect = "v3" | "v2";
 interface Route {
   dialect: Dialect;
   method: DescMethod;
-  handle(query: URLSearchParams, context: HandlerContext): Promise<unknown>;
+  /** The response body, serialised. */
+  handle(query: URLSearchParams, context: HandlerContext): Promise<Buffer>;
 }
+
+/** A service method as the REST door calls it: `finish` runs while the request still holds its admission. */
+type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => Buffer) => Promise<Buffer>;
 
 /**
  * Binds a legacy path to an RPC: parse the query into the RPC's request message (bad input throws
@@ -29,17 +33,24 @@ function route<I extends DescMessage, O extends DescMessage, R>(
   dialect: Dialect,
   method: DescMethodUnary<I, O>,
   parse: (query: URLSearchParams) => MessageShape<I>,
-  call: (request: MessageShape<I>, context: HandlerContext) => Promise<R>,
+  call: ServiceCall<MessageShape<I>, R>,
   present: (response: R, request: MessageShape<I>) => unknown,
 ): Route {
   return {
     dialect,
     method,
-    async handle(query, context) {
+    handle(query, context) {
       const request = parse(query);
-      return present(await call(request, context), request);
+      return call(request, context, (response) => {
+        const body = present(response, request);
+        return jsonBytes(dialect === "v2" ? { ok: true, result: body } : body);
+      });
     },
   };
+}
+
+function jsonBytes(body: unknown): Buffer {
+  return Buffer.from(JSON.stringify(body));
 }
 
 export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
@@ -51,7 +62,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         "v3",
         m.getMasterchainInfo,
         () => create(m.getMasterchainInfo.input),
-        (request, context) => service.getMasterchainInfo(request, context),
+        (request, context, finish) => service.getMasterchainInfo(request, context, finish),
         presentMasterchainInfo,
       ),
     ],
@@ -61,13 +72,13 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         "v3",
         m.getAdjacentTransactions,
         adjacentTransactionsQuery,
-        (request, context) => service.getAdjacentTransactions(request, context),
+        (request, context, finish) => service.getAdjacentTransactions(request, context, finish),
         presentTransactionsResponse,
       ),
     ],
     [
       "/api/v3/traces",
-      route("v3", m.getTraces, tracesQuery, (request, context) => service.getTraces(request, context), presentTracesResponse),
+      route("v3", m.getTraces, tracesQuery, (request, context, finish) => service.getTraces(request, context, finish), presentTracesResponse),
     ],
     [
       "/api/v2/getBlockTransactionsExt",
@@ -75,7 +86,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         "v2",
         m.getBlockTransactionsExt,
         blockTransactionsExtQuery,
-        (request, context) => service.getBlockTransactionsExt(request, context),
+        (request, context, finish) => service.getBlockTransactionsExt(request, context, finish),
         presentBlockTransactionsExt,
       ),
     ],
@@ -122,8 +133,7 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
     requestHeader: headersOf(req),
   });
   try {
-    const body = await found.handle(url.searchParams, context);
-    sendJson(res, 200, found.dialect === "v2" ? { ok: true, result: body } : body, {}, req.method === "HEAD");
+    sendBody(res, 200, await found.handle(url.searchParams, context), req.method === "HEAD");
   } catch (err) {
     const error = publicError(err, `REST ${url.pathname}`);
     const status = restStatus(error.code);
@@ -151,18 +161,21 @@ interface ResponseSink {
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
   writeHead(status: number, headers: OutgoingHttpHeaders): unknown;
-  end(chunk: string): unknown;
+  end(chunk: string | Buffer): unknown;
 }
 
 export function sendJson(res: ResponseSink, status: number, body: unknown, extraHeaders: Record<string, string> = {}, headOnly = false): void {
+  sendBody(res, status, jsonBytes(body), headOnly, extraHeaders);
+}
+
+function sendBody(res: ResponseSink, status: number, body: Buffer, headOnly: boolean, extraHeaders: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded) return;
-  const text = JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
-    "content-length": Buffer.byteLength(text),
+    "content-length": body.length,
     ...extraHeaders,
   });
-  res.end(headOnly ? "" : text);
+  res.end(headOnly ? "" : body);
 }
 
 export function sendEmpty(res: ResponseSink, status: number, headers: OutgoingHttpHeaders): void {

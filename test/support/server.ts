@@ -2,7 +2,7 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { openDatabase, type Sql } from "../../src/db/client.ts";
+import { openDatabase, type Database, type Sql } from "../../src/db/client.ts";
 import { createServer, type Server } from "../../src/server.ts";
 
 export type RpcProtocol = "connect" | "grpc" | "grpc-web";
@@ -12,6 +12,8 @@ export interface TestServer {
   baseUrl: string;
   config: Config;
   server: Server;
+  db: Database;
+  /** The prepared-statement pool of `db`. */
   sql: Sql;
   client(protocol: RpcProtocol): Client<typeof TonQueryService>;
   /** GET a REST path; returns the status and the parsed JSON body. */
@@ -22,8 +24,8 @@ export interface TestServer {
 /** The real server, listening on a free loopback port, reading `databaseUrl` as the service does. */
 export async function startTestServer(databaseUrl: string, env: Record<string, string> = {}): Promise<TestServer> {
   const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ...env });
-  const sql = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
-  const server = createServer({ sql, config });
+  const db = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const server = createServer({ db, config });
   const address = await server.listen(0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${address.port}`;
   const transports: Record<RpcProtocol, Transport> = {
@@ -35,7 +37,8 @@ export async function startTestServer(databaseUrl: string, env: Record<string, s
     baseUrl,
     config,
     server,
-    sql,
+    db,
+    sql: db.sql,
     client: (protocol) => createClient(TonQueryService, transports[protocol]),
     async rest(pathAndQuery) {
       const response = await fetch(`${baseUrl}${pathAndQuery}`);
@@ -44,7 +47,7 @@ export async function startTestServer(databaseUrl: string, env: Record<string, s
     },
     async close() {
       await server.close();
-      await sql.end({ timeout: 5 });
+      await db.end();
     },
   };
 }

@@ -10,16 +10,10 @@ import type {
 import { presentBlockRef } from "./block.ts";
 
 // toncenter's v3 JSON for transactions. Key order follows its responses. Inside the description a missing
-// phase or a missing phase field is left out (toncenter omits them), elsewhere a missing value is null.
+// phase or a missing phase field is left out (toncenter omits them): it stays undefined here and JSON
+// serialisation drops it. Elsewhere a missing value is null.
 
 type Json = Record<string, unknown>;
-
-/** Copies the defined values of `fields` into a new object, in order: toncenter's omitempty. */
-function defined(fields: Json): Json {
-  const out: Json = {};
-  for (const [key, value] of Object.entries(fields)) if (value !== undefined) out[key] = value;
-  return out;
-}
 
 export function presentExtraCurrencies(extra: ExtraCurrencies | undefined): Record<string, string> | null {
   if (extra === undefined) return null;
@@ -37,12 +31,12 @@ function presentBody(body: MessageBody | undefined): Json | null {
   return {
     hash: body.hash,
     body: body.body ?? null,
-    decoded: body.decoded ? defined({ type: body.decoded.type, comment: body.decoded.comment, data: body.decoded.data }) : null,
+    decoded: body.decoded ? ({ type: body.decoded.type, comment: body.decoded.comment, data: body.decoded.data }) : null,
   };
 }
 
 export function presentMessage(message: Message): Json {
-  return defined({
+  return ({
     hash: message.hash,
     source: message.source ?? null,
     destination: message.destination ?? null,
@@ -85,7 +79,7 @@ export function presentAccountState(state: AccountState | undefined): Json | nul
 function presentDescription(d: TransactionDescription | undefined): Json | null {
   if (d === undefined) return null;
   const size = (s: { cells: string; bits: string } | undefined) => (s === undefined ? undefined : { cells: s.cells, bits: s.bits });
-  return defined({
+  return ({
     type: d.type,
     aborted: d.aborted,
     destroyed: d.destroyed,
@@ -93,14 +87,14 @@ function presentDescription(d: TransactionDescription | undefined): Json | null 
     is_tock: d.isTock,
     installed: d.installed,
     storage_ph: d.storagePh
-      ? defined({
+      ? ({
           storage_fees_collected: d.storagePh.storageFeesCollected,
           storage_fees_due: d.storagePh.storageFeesDue,
           status_change: d.storagePh.statusChange,
         })
       : undefined,
     credit_ph: d.creditPh
-      ? defined({
+      ? ({
           due_fees_collected: d.creditPh.dueFeesCollected,
           credit: d.creditPh.credit,
           // Left out when empty, as toncenter does.
@@ -111,7 +105,7 @@ function presentDescription(d: TransactionDescription | undefined): Json | null 
         })
       : undefined,
     compute_ph: d.computePh
-      ? defined({
+      ? ({
           skipped: d.computePh.skipped,
           reason: d.computePh.reason,
           success: d.computePh.success,
@@ -130,7 +124,7 @@ function presentDescription(d: TransactionDescription | undefined): Json | null 
         })
       : undefined,
     action: d.action
-      ? defined({
+      ? ({
           success: d.action.success,
           valid: d.action.valid,
           no_funds: d.action.noFunds,
@@ -148,7 +142,7 @@ function presentDescription(d: TransactionDescription | undefined): Json | null 
         })
       : undefined,
     bounce: d.bounce
-      ? defined({
+      ? ({
           type: d.bounce.type,
           msg_size: size(d.bounce.msgSize),
           req_fwd_fees: d.bounce.reqFwdFees,
@@ -157,7 +151,7 @@ function presentDescription(d: TransactionDescription | undefined): Json | null 
         })
       : undefined,
     split_info: d.splitInfo
-      ? defined({
+      ? ({
           cur_shard_pfx_len: d.splitInfo.curShardPfxLen,
           acc_split_depth: d.splitInfo.accSplitDepth,
           this_addr: d.splitInfo.thisAddr,
@@ -168,7 +162,7 @@ function presentDescription(d: TransactionDescription | undefined): Json | null 
 }
 
 export function presentTransaction(tx: Transaction): Json {
-  return defined({
+  return ({
     account: tx.account,
     hash: tx.hash,
     lt: tx.lt,
