@@ -1,6 +1,8 @@
 // The representative requests, chosen from the data at start-up so the bench works on any index: the hot account
-// (most transactions), a cold one (a handful), a mid-sized complete trace for the hash selectors, the masterchain
-// block with the most complete traces, the block with the most transactions.
+// (most transactions); a cold one, the least active account whose traces still fill the largest page (1000), so
+// that hot and cold pages hold as many traces and differ only in the history behind them; a tiny one (a handful
+// of transactions); a mid-sized complete trace for the hash selectors, the masterchain block with the most
+// complete traces, the block with the most transactions.
 
 import { create, equals, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
@@ -27,7 +29,7 @@ export type MethodName = CaseCall["method"];
 
 export interface CaseTags {
   op: "masterchainInfo" | "adjacentTransactions" | "traces" | "getBlockTransactionsExt";
-  selector?: "hot" | "cold" | "tx_hash" | "msg_hash" | "mc_seqno";
+  selector?: "hot" | "cold" | "tiny" | "tx_hash" | "msg_hash" | "mc_seqno";
   limit?: number;
   offset?: number;
   actions?: boolean;
@@ -53,6 +55,7 @@ export interface DatasetFacts {
   accounts: number;
   hot: { account: string; transactions: number; traces: number } | undefined;
   cold: { account: string; transactions: number; traces: number } | undefined;
+  tiny: { account: string; transactions: number; traces: number } | undefined;
   trace: { traceId: string; transactions: number } | undefined;
   txHash: string | undefined;
   adjacent: number;
@@ -60,6 +63,9 @@ export interface DatasetFacts {
   mcSeqno: { seqno: number; completeTraces: number } | undefined;
   block: { workchain: number; shard: string; seqno: number; transactions: number } | undefined;
 }
+
+/** The cold account must fill a page of this many traces, the largest the bench asks for. */
+const coldPageTraces = 1000;
 
 const count = async (sql: Sql, table: string) => Number((await sql.unsafe(`select count(*)::bigint as n from ${table}`))[0]?.n ?? 0);
 
@@ -69,21 +75,20 @@ export async function readDataset(sql: Sql): Promise<DatasetFacts> {
     ["transactions", "traces", "messages", "actions", "blocks"].map((t) => count(sql, t)),
   );
 
-  type AccountCount = { account: string; n: number };
-  const [accounts] = await sql<{ hot: AccountCount | null; cold: AccountCount | null; fewest: AccountCount | null; accounts: number }[]>`
-    with counts as materialized (select account, count(*)::int as n from transactions group by account)
+  type AccountCount = { account: string; transactions: number; traces: number };
+  const [accounts] = await sql<{ hot: AccountCount | null; cold: AccountCount | null; tiny: AccountCount | null; fewest: AccountCount | null; accounts: number }[]>`
+    with counts as materialized (
+      select account, count(*)::int as transactions, count(distinct trace_id)::int as traces from transactions group by account)
     select
-      (select row_to_json(h) from (select account, n from counts order by n desc, account limit 1) h) as hot,
-      (select row_to_json(c) from (select account, n from counts where n between 2 and 20 order by abs(n - 5), account limit 1) c) as cold,
-      (select row_to_json(f) from (select account, n from counts order by n, account limit 1) f) as fewest,
+      (select row_to_json(h) from (select * from counts order by transactions desc, account limit 1) h) as hot,
+      (select row_to_json(c) from (select * from counts where traces >= ${coldPageTraces} order by transactions, account limit 1) c) as cold,
+      (select row_to_json(t) from (select * from counts where transactions between 2 and 20 order by abs(transactions - 5), account limit 1) t) as tiny,
+      (select row_to_json(f) from (select * from counts order by transactions, account limit 1) f) as fewest,
       (select count(*)::int from counts) as accounts`;
-  const tracesOf = async (account: string) =>
-    Number((await sql`select count(distinct trace_id)::int as n from transactions where account = ${account}`)[0]?.n ?? 0);
-  const hotRow = accounts?.hot ?? undefined;
-  let coldRow = accounts?.cold ?? accounts?.fewest ?? undefined;
-  if (coldRow !== undefined && hotRow !== undefined && coldRow.account === hotRow.account) coldRow = undefined;
-  const hot = hotRow && { account: hotRow.account, transactions: hotRow.n, traces: await tracesOf(hotRow.account) };
-  const cold = coldRow && { account: coldRow.account, transactions: coldRow.n, traces: await tracesOf(coldRow.account) };
+  const hot = accounts?.hot ?? undefined;
+  const other = (row: AccountCount | null | undefined) => (row === null || row === undefined || row.account === hot?.account ? undefined : row);
+  const cold = other(accounts?.cold);
+  const tiny = other(accounts?.tiny ?? accounts?.fewest);
 
   // A mid-sized complete trace a little behind the newest one: its busiest transaction (most messages with a
   // counterpart) for tx_hash and adjacentTransactions, that transaction's inbound message for msg_hash.
@@ -140,6 +145,7 @@ export async function readDataset(sql: Sql): Promise<DatasetFacts> {
     accounts: accounts?.accounts ?? 0,
     hot,
     cold,
+    tiny,
     trace: trace && { traceId: trace.trace_id, transactions: trace.nodes },
     txHash,
     adjacent,
@@ -225,7 +231,7 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
       tags: { op: "traces", selector, limit: page.limit, offset: page.offset, actions: page.actions ?? false },
     });
   };
-  const { hot, cold } = facts;
+  const { hot, cold, tiny } = facts;
   if (hot !== undefined) {
     const who = `hot account (${hot.transactions} tx, ${hot.traces} traces)`;
     for (const limit of [10, 100, 1000]) traces(`traces.hot.l${limit}`, who, "hot", { account: hot.account }, { limit });
@@ -235,6 +241,10 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
   if (cold !== undefined) {
     const who = `cold account (${cold.transactions} tx, ${cold.traces} traces)`;
     for (const limit of [10, 100, 1000]) traces(`traces.cold.l${limit}`, who, "cold", { account: cold.account }, { limit });
+  }
+  if (tiny !== undefined) {
+    const who = `tiny account (${tiny.transactions} tx, ${tiny.traces} traces)`;
+    traces("traces.tiny.l10", who, "tiny", { account: tiny.account }, { limit: 10 });
   }
   if (facts.txHash !== undefined) {
     const who = `tx hash (trace of ${facts.trace?.transactions ?? "?"} tx)`;

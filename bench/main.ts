@@ -91,7 +91,7 @@ async function main(): Promise<number> {
   const allIds = allCases.map((c) => c.id);
   const cases = allCases.filter((c) => caseSelected(c.id, options.cases, allIds));
   log(
-    `${dataset.transactions.toLocaleString("en-US")} transactions, ${dataset.traces.toLocaleString("en-US")} traces; hot account ${dataset.hot?.transactions ?? 0} tx, cold ${dataset.cold?.transactions ?? 0} tx`,
+    `${dataset.transactions.toLocaleString("en-US")} transactions, ${dataset.traces.toLocaleString("en-US")} traces; hot account ${dataset.hot?.transactions ?? 0} tx, cold ${dataset.cold?.transactions ?? 0} tx, tiny ${dataset.tiny?.transactions ?? 0} tx`,
   );
   if (options.list) {
     for (const c of allCases) log(`${caseSelected(c.id, options.cases, allIds) ? "*" : " "} ${c.id.padEnd(26)} ${c.title}\n    ${c.restPath}`);

@@ -77,9 +77,17 @@ export function benchCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
+/** The Node flags of `npm start` (package.json), so that the bench measures the service as it is run. */
+export function serviceNodeFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
+  const words = manifest.scripts.start.split(/\s+/);
+  if (words[0] !== "node") throw new Error(`package.json "start" does not run node: ${manifest.scripts.start}`);
+  return words.slice(1).filter((word) => word.startsWith("--"));
+}
+
 export async function startServer(databaseUrl: string, env: Record<string, string>, nodeArgs: string[]): Promise<ServerProcess> {
   const entry = new URL("./server-process.ts", import.meta.url).pathname;
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, entry], {
+  const child: ChildProcess = spawn(process.execPath, [...serviceNodeFlags(), ...nodeArgs, entry], {
     env: { ...process.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
     stdio: ["pipe", "pipe", "inherit"],
   });

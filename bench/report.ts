@@ -230,6 +230,7 @@ export function markdown(result: BenchResult): string {
   );
   if (d.hot) out.push(`Hot account ${d.hot.account}: ${n(d.hot.transactions)} transactions in ${n(d.hot.traces)} traces.`);
   if (d.cold) out.push(`Cold account ${d.cold.account}: ${n(d.cold.transactions)} transactions in ${n(d.cold.traces)} traces.`);
+  if (d.tiny) out.push(`Tiny account ${d.tiny.account}: ${n(d.tiny.transactions)} transactions in ${n(d.tiny.traces)} traces.`);
   const env = result.environment;
   out.push(
     "",

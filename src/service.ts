@@ -13,7 +13,7 @@ import {
 import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
 import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
-import { getTraces } from "./handlers/traces.ts";
+import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
 import { Admission, pageWeight } from "./admission.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
@@ -28,6 +28,7 @@ type Finish<Response, Out> = (response: Response) => Out;
 export function createTonQueryService(deps: ServiceDeps) {
   const { config } = deps;
   const admission = new Admission(config.maxConcurrentRequests);
+  const tracesWeight = (request: GetTracesRequest) => pageWeight(request.limit ?? config.defaultLimit);
 
   const admitted = <Response, Out>(
     context: HandlerContext,
@@ -43,7 +44,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     return admission.run(signal, weight, work).finally(done);
   };
 
-  return {
+  const rpcMethods = {
     getMasterchainInfo: <Out = GetMasterchainInfoResponse>(
       request: GetMasterchainInfoRequest,
       context: HandlerContext,
@@ -55,13 +56,19 @@ export function createTonQueryService(deps: ServiceDeps) {
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
     ) => admitted(context, 0, () => getAdjacentTransactions(deps, request, context), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
-      admitted(context, pageWeight(request.limit ?? config.defaultLimit), () => getTraces(deps, request, context), finish),
+      admitted(context, tracesWeight(request), () => getTraces(deps, request, context), finish),
     getBlockTransactionsExt: <Out = GetBlockTransactionsExtResponse>(
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
     ) => admitted(context, pageWeight(request.count ?? defaultCount), () => getBlockTransactionsExt(deps, request, context), finish),
   } satisfies ServiceImpl<typeof TonQueryService>;
+  return {
+    ...rpcMethods,
+    /** getTraces for a door that consumes the page chunk by chunk (the REST door's JSON). */
+    streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>) =>
+      admitted<T, T>(context, tracesWeight(request), () => streamTraces(deps, request, context, sink), undefined),
+  };
 }
 
 /**

@@ -1,7 +1,11 @@
+import { beginCell } from "@ton/core";
+import { sha256_sync } from "@ton/crypto";
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { parseAddress, userFriendly } from "../src/ton/address.ts";
 import { decodeTextComment } from "../src/ton/comment.ts";
 import { parseHash } from "../src/ton/hash.ts";
+import "../src/ton/native-sha256.ts";
 
 const hashBase64 = "Jv81SPUJbodVgsHB+lo0/jEJDaidYQYivJDg+rz+ITA=";
 const hashHex = Buffer.from(hashBase64, "base64").toString("hex");
@@ -67,5 +71,19 @@ describe("decodeTextComment", () => {
     // An empty body (no opcode at all), from a recorded tick transaction's message.
     expect(decodeTextComment("te6cckEBAQEAAgAAAEysuc0=")).toBeUndefined();
     expect(decodeTextComment("not a boc")).toBeUndefined();
+  });
+});
+
+describe("native SHA-256 for cells", () => {
+  it("is what @ton/core hashes cells with, and gives the same bytes", () => {
+    for (const input of [Buffer.alloc(0), Buffer.from("abc"), Buffer.alloc(1000, 7)]) {
+      expect(sha256_sync(input)).toEqual(createHash("sha256").update(input).digest());
+    }
+    expect(sha256_sync("текст")).toEqual(createHash("sha256").update(Buffer.from("текст", "utf-8")).digest());
+    // An ordinary 32-bit cell without references: its representation is d1=0, d2=8 and the four data bytes.
+    const cell = beginCell().storeUint(0xdeadbeef, 32).endCell();
+    const representation = Buffer.from([0, 8, 0xde, 0xad, 0xbe, 0xef]);
+    expect(cell.hash()).toEqual(createHash("sha256").update(representation).digest());
+    expect(sha256_sync.toString()).toContain("createHash");
   });
 });

@@ -1,6 +1,10 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { create } from "@bufbuild/protobuf";
+import { GetTracesRequestSchema } from "../gen/tonquery/v1/service_pb.ts";
+import { traceChunkSize } from "../src/handlers/traces.ts";
+import { presentTracesResponse } from "../src/present/v3/trace.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
 // Properties of trace assembly and paging on generated traces: random trees of 1–15 transactions, some
@@ -98,7 +102,8 @@ let traces: GeneratedTrace[];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  traces = generate(40, 20261121);
+  // More traces than one chunk of the handler (traceChunkSize), so that large pages are assembled from several.
+  traces = generate(250, 20261121);
   await insert(db, traces);
   server = await startTestServer(db.url, { MAX_TRACE_TRANSACTIONS: "12" });
 });
@@ -187,5 +192,23 @@ describe("generated traces", () => {
 
     const byTime = await page("start_utime=1700000010&end_utime=1700000019&sort=asc&limit=1000");
     expect(byTime.map((t) => t.end_utime)).toEqual(Array.from({ length: 10 }, (_, i) => 1_700_000_010 + i));
+  });
+
+  it("assemble a page of several chunks exactly as one: the same bytes over REST as the RPC's answer presented", async () => {
+    const limit = 2 * traceChunkSize + 50;
+    expect(traces.length).toBeGreaterThanOrEqual(limit);
+    const response = await fetch(`${server.baseUrl}/api/v3/traces?limit=${limit}&include_actions=true`);
+    const restText = await response.text();
+    expect(response.headers.get("content-length")).toBe(String(Buffer.byteLength(restText)));
+    const request = create(GetTracesRequestSchema, { limit, includeActions: true });
+    const rpc = await server.client("grpc").getTraces(request);
+    expect(rpc.traces).toHaveLength(limit);
+    expect(restText).toBe(JSON.stringify(presentTracesResponse(rpc, request)));
+
+    // Chunks neither drop nor repeat traces: the big page is the small pages end to end.
+    const small: Json[] = [];
+    for (let offset = 0; offset < limit; offset += traceChunkSize) small.push(...(await page(`limit=${Math.min(traceChunkSize, limit - offset)}&offset=${offset}`)));
+    const big = (JSON.parse(restText) as { traces: Json[] }).traces;
+    expect(big.map((t) => t.trace_id)).toEqual(small.map((t) => t.trace_id));
   });
 });

@@ -69,7 +69,7 @@ function accountAddress(raw: string | null) {
 }
 
 function messageData(row: MessageRow): MessageData {
-  const data = readMessageData(row.body, row.init_state_body);
+  const data = readMessageData(row.body, row.init_state_body, row.opcode);
   const kind =
     data.kind === "raw"
       ? { case: "raw" as const, value: { $typeName: "tonquery.v1.MessageDataRaw" as const, body: data.body, initState: data.initState } }

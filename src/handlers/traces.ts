@@ -24,7 +24,32 @@ import { invalidParameter } from "./validation.ts";
 
 export const traceTooLargeWarning = "trace is too large";
 
-export async function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext): Promise<GetTracesResponse> {
+/** Traces loaded per round of statements: bounds the rows, messages and response pieces a page holds at once. */
+export const traceChunkSize = 100;
+
+/** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
+export interface TraceSink<T> {
+  traces(chunk: readonly Trace[]): void;
+  end(addressBook: GetTracesResponse["addressBook"], metadata: GetTracesResponse["metadata"]): T;
+}
+
+export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext): Promise<GetTracesResponse> {
+  const traces: Trace[] = [];
+  return streamTraces(deps, request, context, {
+    traces: (chunk) => {
+      for (const trace of chunk) traces.push(trace);
+    },
+    end: (addressBook, metadata) => create(GetTracesResponseSchema, { traces, addressBook, metadata }),
+  });
+}
+
+/**
+ * The page of traces the request asks for, handed to `sink` a chunk of `traceChunkSize` traces at a time: each
+ * chunk costs the same few statements (transactions, then states and messages, with actions alongside), the
+ * next chunk is read while the sink consumes the current one, and a chunk's rows are dropped once it is built,
+ * so a 1000-trace page never holds all its rows at once.
+ */
+export async function streamTraces<T>(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>): Promise<T> {
   const { sql, sqlCustomPlan } = deps.db;
   const config = deps.config;
   const filter = traceFilter(request);
@@ -39,34 +64,53 @@ export async function getTraces(deps: ServiceDeps, request: GetTracesRequest, co
   ]);
   if (!blockKnown) throw new ConnectError(`masterchain block ${filter.mcSeqno} not found`, Code.NotFound);
 
-  // Traces over the bound come back as a header only: loading them would cost without bound.
-  const loadable = rows.filter((row) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions)).map((row) => row.trace_id);
-  const [transactions, actions] = await Promise.all([
-    selectTraceTransactions(sql, context.signal, loadable),
-    request.includeActions && loadable.length > 0
-      ? selectTraceActions(sql, context.signal, loadable, expandActionTypes(request.supportedActionTypes), { testnet: config.testnet })
-      : new Map<string, TraceAction[]>(),
-  ]);
+  const actionTypes = request.includeActions ? expandActionTypes(request.supportedActionTypes) : undefined;
+  const loadChunk = async (chunkRows: readonly TraceRow[]) => {
+    // Traces over the bound come back as a header only: loading them would cost without bound.
+    const loadable = chunkRows.filter((row) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions)).map((row) => row.trace_id);
+    const [transactions, actions] = await Promise.all([
+      selectTraceTransactions(sql, context.signal, loadable),
+      actionTypes !== undefined && loadable.length > 0
+        ? selectTraceActions(sql, context.signal, loadable, actionTypes, { testnet: config.testnet })
+        : new Map<string, TraceAction[]>(),
+    ]);
+    return { chunkRows, loadable, transactions, actions };
+  };
 
-  const transactionsByTrace = new Map<string, Transaction[]>();
-  for (const tx of transactions) {
-    const list = transactionsByTrace.get(tx.traceId ?? "");
-    if (list) list.push(tx);
-    else transactionsByTrace.set(tx.traceId ?? "", [tx]);
+  const chunks: TraceRow[][] = [];
+  for (let i = 0; i < rows.length; i += traceChunkSize) chunks.push(rows.slice(i, i + traceChunkSize));
+  const addresses = new Set<string>();
+  let next = chunks.length > 0 ? loadChunk(chunks[0] as TraceRow[]) : undefined;
+  for (let i = 0; next !== undefined; i++) {
+    const { chunkRows, loadable, transactions, actions } = await next;
+    const following = chunks[i + 1];
+    next = following === undefined ? undefined : loadChunk(following);
+    // Should this chunk fail to build, the read already under way must not surface as an unhandled rejection.
+    next?.catch(() => {});
+
+    const transactionsByTrace = new Map<string, Transaction[]>();
+    for (const tx of transactions) {
+      const list = transactionsByTrace.get(tx.traceId ?? "");
+      if (list) list.push(tx);
+      else transactionsByTrace.set(tx.traceId ?? "", [tx]);
+    }
+    const loaded = new Set(loadable);
+    sink.traces(
+      chunkRows.map((row) =>
+        loaded.has(row.trace_id)
+          ? completeTrace(row, transactionsByTrace.get(row.trace_id) ?? [], actions.get(row.trace_id) ?? [])
+          : incompleteTrace(row),
+      ),
+    );
+    for (const address of transactionAddresses(transactions)) addresses.add(address);
+    for (const list of actions.values()) for (const action of list) for (const address of actionAddresses(action)) addresses.add(address);
   }
-  const loaded = new Set(loadable);
-  const traces = rows.map((row) =>
-    loaded.has(row.trace_id)
-      ? completeTrace(row, transactionsByTrace.get(row.trace_id) ?? [], actions.get(row.trace_id) ?? [])
-      : incompleteTrace(row),
-  );
 
-  const addresses = [...transactionAddresses(transactions), ...[...actions.values()].flat().flatMap(actionAddresses)];
   const [addressBook, metadata] = await Promise.all([
     selectAddressBook(sql, context.signal, addresses, config.testnet),
     selectMetadata(sql, context.signal, addresses),
   ]);
-  return create(GetTracesResponseSchema, { traces, addressBook, metadata });
+  return sink.end(addressBook, metadata);
 }
 
 /** Normalises the selectors into the index's forms and checks that at most one of them is used. */

@@ -7,7 +7,7 @@ import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
 import { presentBlockTransactionsExt } from "../present/v2/block-transactions.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
-import { presentTracesResponse } from "../present/v3/trace.ts";
+import { TracesJsonWriter } from "../present/v3/trace.ts";
 import { presentTransactionsResponse } from "../present/v3/transaction.ts";
 import type { TonQueryServiceImpl } from "../service.ts";
 import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "./queries.ts";
@@ -18,12 +18,12 @@ type Dialect = "v3" | "v2";
 interface Route {
   dialect: Dialect;
   method: DescMethod;
-  /** The response body, serialised. */
-  handle(query: URLSearchParams, context: HandlerContext): Promise<Buffer>;
+  /** The response body, serialised, in pieces to be sent one after the other. */
+  handle(query: URLSearchParams, context: HandlerContext): Promise<Buffer[]>;
 }
 
 /** A service method as the REST door calls it: `finish` runs while the request still holds its admission. */
-type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => Buffer) => Promise<Buffer>;
+type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => Buffer[]) => Promise<Buffer[]>;
 
 /**
  * Binds a legacy path to an RPC: parse the query into the RPC's request message (bad input throws
@@ -43,7 +43,7 @@ function route<I extends DescMessage, O extends DescMessage, R>(
       const request = parse(query);
       return call(request, context, (response) => {
         const body = present(response, request);
-        return jsonBytes(dialect === "v2" ? { ok: true, result: body } : body);
+        return [jsonBytes(dialect === "v2" ? { ok: true, result: body } : body)];
       });
     },
   };
@@ -78,7 +78,14 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
     ],
     [
       "/api/v3/traces",
-      route("v3", m.getTraces, tracesQuery, (request, context, finish) => service.getTraces(request, context, finish), presentTracesResponse),
+      {
+        dialect: "v3",
+        method: m.getTraces,
+        handle(query, context) {
+          const request = tracesQuery(query);
+          return service.streamTraces(request, context, new TracesJsonWriter(request));
+        },
+      },
     ],
     [
       "/api/v2/getBlockTransactionsExt",
@@ -161,6 +168,7 @@ interface ResponseSink {
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
   writeHead(status: number, headers: OutgoingHttpHeaders): unknown;
+  write(chunk: Buffer): unknown;
   end(chunk: string | Buffer): unknown;
 }
 
@@ -168,14 +176,16 @@ export function sendJson(res: ResponseSink, status: number, body: unknown, extra
   sendBody(res, status, jsonBytes(body), headOnly, extraHeaders);
 }
 
-function sendBody(res: ResponseSink, status: number, body: Buffer, headOnly: boolean, extraHeaders: Record<string, string> = {}): void {
+function sendBody(res: ResponseSink, status: number, body: Buffer | readonly Buffer[], headOnly: boolean, extraHeaders: Record<string, string> = {}): void {
   if (res.headersSent || res.writableEnded) return;
+  const pieces = Buffer.isBuffer(body) ? [body] : body;
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
-    "content-length": body.length,
+    "content-length": pieces.reduce((sum, piece) => sum + piece.length, 0),
     ...extraHeaders,
   });
-  res.end(headOnly ? "" : body);
+  if (!headOnly) for (const piece of pieces.slice(0, -1)) res.write(piece);
+  res.end(headOnly ? "" : (pieces.at(-1) ?? ""));
 }
 
 export function sendEmpty(res: ResponseSink, status: number, headers: OutgoingHttpHeaders): void {

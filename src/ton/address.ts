@@ -28,6 +28,17 @@ export interface FriendlyOptions {
  * a standard address (addr_none, addr_extern, ...).
  */
 export function userFriendly(raw: string, options: FriendlyOptions): string | undefined {
+  const key = `${options.bounceable ? "b" : "n"}${options.testnet ? "t" : "m"}${raw}`;
+  const known = friendlyForms.get(key);
+  if (known !== undefined) return known;
   if (!Address.isRaw(raw)) return undefined;
-  return Address.parseRaw(raw).toString({ urlSafe: true, bounceable: options.bounceable, testOnly: options.testnet });
+  const friendly = Address.parseRaw(raw).toString({ urlSafe: true, bounceable: options.bounceable, testOnly: options.testnet });
+  if (friendlyForms.size >= friendlyFormsLimit) friendlyForms.delete(friendlyForms.keys().next().value as string);
+  friendlyForms.set(key, friendly);
+  return friendly;
 }
+
+// The same accounts come back page after page, and @ton/core's encoding (parse, CRC16, base64) costs more than
+// a lookup: a bounded cache of recent forms, oldest out first (about 2 MB when full).
+const friendlyFormsLimit = 10_000;
+const friendlyForms = new Map<string, string>();

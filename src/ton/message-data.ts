@@ -10,9 +10,11 @@ export type MessageDataKind =
 
 const encryptedCommentOp = 0x2167da4b;
 
-export function readMessageData(bodyBoc: string | null, initStateBoc: string | null): MessageDataKind {
+/** `opcode` is the index's opcode column (the body's first 32 bits, signed; NULL for a shorter body). */
+export function readMessageData(bodyBoc: string | null, initStateBoc: string | null, opcode: number | null): MessageDataKind {
   const raw: MessageDataKind = { kind: "raw", body: bodyBoc ?? "", initState: initStateBoc ?? "" };
-  if (bodyBoc === null) return raw;
+  // Only comments need the body parsed; the opcode column tells them apart without doing so.
+  if (bodyBoc === null || opcode === null || (opcode !== 0 && opcode >>> 0 !== encryptedCommentOp)) return raw;
   try {
     const slice = Cell.fromBase64(bodyBoc).beginParse();
     if (slice.remainingBits < 32) return raw;

@@ -119,8 +119,12 @@ export function rebuildMessage(msg: RebuildMessageInput, direction: "in" | "out"
     const expected = hashBytes(msg.msg_hash);
     if (expected === undefined) return fail("missing-field");
     const kind = messageKind(msg);
-    const info = messageInfoWriter(msg, kind);
-    if (typeof info === "string") return fail(info);
+    const writeInfo = messageInfoWriter(msg, kind);
+    if (typeof writeInfo === "string") return fail(writeInfo);
+    // Written once and copied into each candidate: @ton/core writes integers bit by bit.
+    const infoBuilder = beginCell();
+    writeInfo(infoBuilder);
+    const info = infoBuilder.endCell();
 
     if (msg.body_hash === null || msg.body === null) return fail("missing-content");
     const body = parseBoc(msg.body);
@@ -155,15 +159,14 @@ export function rebuildMessage(msg: RebuildMessageInput, direction: "in" | "out"
 type Writer = (b: Builder) => void;
 
 function messageCandidate(
-  info: Writer,
+  info: Cell,
   init: Cell | undefined,
   initLayout: "none" | "inline" | "ref",
   body: Cell,
   bodyLayout: "inline" | "ref",
 ): Cell | undefined {
   try {
-    const b = beginCell();
-    info(b);
+    const b = beginCell().storeSlice(info.beginParse());
     if (init === undefined || initLayout === "none") {
       b.storeBit(0);
     } else if (initLayout === "inline") {

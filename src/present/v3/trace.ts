@@ -85,6 +85,34 @@ export function presentMetadata(metadata: Record<string, AddressMetadata>): Reco
   return out;
 }
 
+/**
+ * The JSON of presentTracesResponse, serialised a chunk of traces at a time as UTF-8 pieces: a page of 1000
+ * traces never exists as one object tree or one string (which V8 keeps as two bytes per character as soon as one
+ * comment is not ASCII). The pieces concatenated are byte for byte JSON.stringify(presentTracesResponse(...)).
+ */
+export class TracesJsonWriter {
+  readonly #pieces: Buffer[] = [Buffer.from('{"traces":[')];
+  readonly #includeActions: boolean;
+  #first = true;
+
+  constructor(request: GetTracesRequest) {
+    this.#includeActions = request.includeActions;
+  }
+
+  traces(chunk: readonly Trace[]): void {
+    if (chunk.length === 0) return;
+    const text = chunk.map((trace) => JSON.stringify(presentTrace(trace, this.#includeActions))).join(",");
+    this.#pieces.push(Buffer.from(this.#first ? text : `,${text}`));
+    this.#first = false;
+  }
+
+  end(addressBook: GetTracesResponse["addressBook"], metadata: GetTracesResponse["metadata"]): Buffer[] {
+    const book = JSON.stringify(presentAddressBook(addressBook));
+    this.#pieces.push(Buffer.from(`],"address_book":${book},"metadata":${JSON.stringify(presentMetadata(metadata))}}`));
+    return this.#pieces;
+  }
+}
+
 export function presentTracesResponse(response: GetTracesResponse, request: GetTracesRequest): Json {
   return {
     traces: response.traces.map((trace) => presentTrace(trace, request.includeActions)),
