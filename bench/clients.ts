@@ -7,7 +7,7 @@
 // clients do.
 
 import { fromBinary, toBinary, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import http from "node:http";
 import http2 from "node:http2";
@@ -15,6 +15,18 @@ import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import type { Protocol } from "./args.ts";
 import { type BenchCase, inputSchema, outputSchema } from "./cases.ts";
 import { summarize, type ResponseSummary } from "./capture.ts";
+
+/** An answer past the server's own deadline (HTTP 504, gRPC DEADLINE_EXCEEDED): load shed by design, not a fault. */
+export class DeadlineExceeded extends Error {}
+
+function failure(message: string, deadline: boolean): Error {
+  return deadline ? new DeadlineExceeded(message) : new Error(message);
+}
+
+/** Whether a failed request was answered with the server's deadline error, by a raw client or an SDK one. */
+export function isDeadlineExceeded(err: unknown): boolean {
+  return err instanceof DeadlineExceeded || (err instanceof ConnectError && err.code === Code.DeadlineExceeded);
+}
 import type { Send } from "./load.ts";
 
 
@@ -96,7 +108,7 @@ class RestClient implements ProtocolClient {
     const request: Http1Request = { method: "GET", path: c.restPath, headers: {} };
     const call = async (keep: boolean, signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, keep, signal);
-      if (res.status !== 200) throw new Error(`REST ${res.status}`);
+      if (res.status !== 200) throw failure(`REST ${res.status}`, res.status === 504);
       return res;
     };
     const send: Send = async (signal) => (await call(false, signal)).bytes;
@@ -123,7 +135,7 @@ class RawConnectClient implements ProtocolClient {
     const request: Http1Request = { method: "POST", path: rpcPath(c), headers, body };
     const call = async (keep: boolean, signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, keep, signal);
-      if (res.status !== 200) throw new Error(`Connect ${res.status}`);
+      if (res.status !== 200) throw failure(`Connect ${res.status}`, res.status === 504);
       return res;
     };
     const send: Send = async (signal) => (await call(false, signal)).bytes;
@@ -152,7 +164,7 @@ class RawGrpcWebClient implements ProtocolClient {
       const res = await http1(this.agent, this.port, request, true, signal);
       const { messages, trailer } = unframe(res.body ?? Buffer.alloc(0));
       const status = /grpc-status:\s*(\d+)/i.exec(trailer)?.[1] ?? String(res.headers["grpc-status"] ?? "");
-      if (res.status !== 200 || status !== "0") throw new Error(`gRPC-web ${res.status} grpc-status ${status}`);
+      if (res.status !== 200 || status !== "0") throw failure(`gRPC-web ${res.status} grpc-status ${status}`, status === "4");
       return { bytes: res.bytes, message: messages[0] };
     };
     const send: Send = async (signal) => (await call(signal)).bytes;
@@ -198,7 +210,7 @@ class RawGrpcClient implements ProtocolClient {
         stream.on("error", reject);
         stream.on("close", () => {
           if (status === "0") resolve({ bytes, body: keep ? Buffer.concat(chunks) : undefined });
-          else reject(new Error(`gRPC status ${status ?? `stream closed (${stream.rstCode})`}`));
+          else reject(failure(`gRPC status ${status ?? `stream closed (${stream.rstCode})`}`, status === "4"));
         });
         stream.end(body);
       });

@@ -10,12 +10,16 @@
 // +Infinity (a percentile that falls on one prints as "> maxRunMs"). Throughput is completed requests over the
 // phase's elapsed time.
 
+import { isDeadlineExceeded } from "./clients.ts";
+
 /** Sends one request; resolves to the response size in bytes (0 when unknown); rejects on error or abort. */
 export type Send = (signal: AbortSignal) => Promise<number>;
 
 export interface LatencyStats {
   n: number;
   errors: number;
+  /** Requests the server answered with its deadline error (504 / DEADLINE_EXCEEDED): shed, counted apart from errors. */
+  deadlineExceeded: number;
   /** Requests aborted at maxRunMs (their latency is above it). */
   censored: number;
   firstError?: string;
@@ -51,6 +55,9 @@ interface LoopResult {
   latencies: number[];
   completed: number;
   errors: number;
+  deadlineExceeded: number;
+  /** Time to the deadline answer of each shed request: they count in the percentiles (not in n or req/s). */
+  shedLatencies: number[];
   censored: number;
   firstError: string | undefined;
   bytes: number;
@@ -62,7 +69,7 @@ async function loop(send: Send, concurrency: number, stopMs: number, abortMs: nu
   const start = performance.now();
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), abortMs);
-  const r: LoopResult = { latencies: [], completed: 0, errors: 0, censored: 0, firstError: undefined, bytes: 0, elapsedMs: 0, aborted: false };
+  const r: LoopResult = { latencies: [], completed: 0, errors: 0, deadlineExceeded: 0, shedLatencies: [], censored: 0, firstError: undefined, bytes: 0, elapsedMs: 0, aborted: false };
   let issued = 0;
   const worker = async () => {
     while (performance.now() - start < stopMs && (maxRequests === 0 || issued < maxRequests) && r.errors < maxErrors && !controller.signal.aborted) {
@@ -76,6 +83,9 @@ async function loop(send: Send, concurrency: number, stopMs: number, abortMs: nu
       } catch (err) {
         if (controller.signal.aborted) {
           r.censored++;
+        } else if (isDeadlineExceeded(err)) {
+          r.deadlineExceeded++;
+          if (record) r.shedLatencies.push(performance.now() - t0);
         } else {
           r.errors++;
           r.firstError ??= err instanceof Error ? err.message : String(err);
@@ -97,18 +107,21 @@ function quantile(sorted: Float64Array, q: number): number {
   return sorted[rank - 1] ?? Number.NaN;
 }
 
-export function stats(r: Pick<LoopResult, "latencies" | "errors" | "censored" | "elapsedMs" | "bytes" | "firstError">): LatencyStats {
+export function stats(r: Pick<LoopResult, "latencies" | "errors" | "censored" | "elapsedMs" | "bytes" | "firstError"> & Partial<Pick<LoopResult, "deadlineExceeded" | "shedLatencies">>): LatencyStats {
   const completed = Float64Array.from(r.latencies);
   let sum = 0;
   for (const v of completed) sum += v;
-  const all = new Float64Array(completed.length + r.censored);
+  const shed = r.shedLatencies ?? [];
+  const all = new Float64Array(completed.length + shed.length + r.censored);
   all.set(completed);
-  all.fill(Number.POSITIVE_INFINITY, completed.length);
+  all.set(shed, completed.length);
+  all.fill(Number.POSITIVE_INFINITY, completed.length + shed.length);
   all.sort();
   const n = completed.length;
   return {
     n,
     errors: r.errors,
+    deadlineExceeded: r.deadlineExceeded ?? 0,
     censored: r.censored,
     firstError: r.firstError,
     p50: quantile(all, 0.5),

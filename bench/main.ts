@@ -70,10 +70,11 @@ async function measure(
   }
   const ratio = floorP50 !== undefined && label.protocol !== "floor" ? `  ours/floor ${(stats.p50 / floorP50).toFixed(2)}` : "";
   const errors = stats.errors > 0 ? `  ERRORS ${stats.errors}: ${stats.firstError ?? ""}` : "";
+  const shed = stats.deadlineExceeded > 0 ? `  504/DEADLINE_EXCEEDED ${stats.deadlineExceeded}` : "";
   const censored = stats.censored > 0 ? `  ${stats.censored} aborted at ${options.maxRunMs} ms` : "";
   const cpu = result.cpuPerRequestMs;
   log(
-    `  ${label.protocol.padEnd(8)} c=${String(label.concurrency).padEnd(3)} p50 ${ms(stats.p50).padStart(7)} ms  p99 ${ms(stats.p99).padStart(7)} ms  ${stats.rps.toFixed(stats.rps < 10 ? 1 : 0).padStart(6)} req/s  n=${String(stats.n).padEnd(5)} cpu/req srv ${ms(cpu.server)} pg ${ms(cpu.postgres)} bench ${ms(cpu.bench)}${ratio}${censored}${errors}`,
+    `  ${label.protocol.padEnd(8)} c=${String(label.concurrency).padEnd(3)} p50 ${ms(stats.p50).padStart(7)} ms  p99 ${ms(stats.p99).padStart(7)} ms  ${stats.rps.toFixed(stats.rps < 10 ? 1 : 0).padStart(6)} req/s  n=${String(stats.n).padEnd(5)} cpu/req srv ${ms(cpu.server)} pg ${ms(cpu.postgres)} bench ${ms(cpu.bench)}${ratio}${censored}${shed}${errors}`,
   );
   return result;
 }

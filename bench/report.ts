@@ -181,6 +181,15 @@ export function evaluateTargets(
     });
   }
   const errored = runs.filter((r) => r.stats.errors > 0);
+  const shed = runs.filter((r) => (r.stats.deadlineExceeded ?? 0) > 0);
+  if (shed.length > 0) {
+    targets.push({
+      name: "every request answered before the server's deadline (REQUEST_TIMEOUT_MS; past it the answer is 504 / DEADLINE_EXCEEDED)",
+      pass: false,
+      detail: `${shed.length} runs had requests shed at the deadline (counted in the percentiles, not as errors)`,
+      failures: shed.map((r) => `${r.case} ${r.protocol} c=${r.concurrency}: ${r.stats.deadlineExceeded} past the deadline, ${r.stats.n} answered`),
+    });
+  }
   const aborted = runs.filter((r) => r.stats.censored > 0);
   if (aborted.length > 0) {
     targets.push({
@@ -264,7 +273,8 @@ export function markdown(result: BenchResult): string {
       const ratio = floor ? r.stats.p50 / floor.stats.p50 : Number.NaN;
       const lat = (v: number) => (v === Number.POSITIVE_INFINITY ? `> ${result.options.maxRunMs}` : ms(v));
       const rps = (v: number) => fmt(v, v < 10 ? 1 : 0);
-      const failed = `${r.stats.errors}${r.stats.censored > 0 ? ` (+${r.stats.censored} aborted)` : ""}`;
+      const shedCount = r.stats.deadlineExceeded ?? 0;
+      const failed = `${r.stats.errors}${shedCount > 0 ? ` (+${shedCount} 504)` : ""}${r.stats.censored > 0 ? ` (+${r.stats.censored} aborted)` : ""}`;
       out.push(
         `| ${c.id} | ${r.protocol} | ${r.concurrency} | ${lat(r.stats.p50)} | ${lat(r.stats.p99)} | ${rps(r.stats.rps)} | ${floor ? lat(floor.stats.p50) : "—"} | ${floor ? rps(floor.stats.rps) : "—"} | ${fmt(ratio, 2)} | ${fmt(r.cpuPerRequestMs.server, 2)} | ${fmt(r.cpuPerRequestMs.postgres, 2)} | ${fmt(r.stats.bytesPerRequest / 1024, 1)} | ${fmt(r.peakRssMb ?? Number.NaN, 0)} | ${r.stats.n} | ${failed} |`,
       );
