@@ -14,7 +14,7 @@ import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
 import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
-import { Admission, pageWeight } from "./admission.ts";
+import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
 /**
@@ -28,17 +28,18 @@ type Finish<Response, Out> = (response: Response) => Out;
 export function createTonQueryService(deps: ServiceDeps) {
   const { config } = deps;
   const admission = new Admission(config.maxConcurrentRequests);
-  const tracesWeight = (request: GetTracesRequest) => pageWeight(request.limit ?? config.defaultLimit);
+  // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
+  const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
   const admitted = <Response, Out>(
     context: HandlerContext,
     weight: number,
-    handle: () => Promise<Response>,
+    handle: (slots: HeldSlots) => Promise<Response>,
     finish: Finish<Response, Out> | undefined,
   ): Promise<Out> => {
     const { signal, done } = requestSignal(context, config.requestTimeoutMs);
-    const work = async () => {
-      const response = await handle();
+    const work = async (slots: HeldSlots) => {
+      const response = await handle(slots);
       return finish ? finish(response) : (response as unknown as Out);
     };
     return admission.run(signal, weight, work).finally(done);
@@ -56,18 +57,18 @@ export function createTonQueryService(deps: ServiceDeps) {
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
     ) => admitted(context, 0, () => getAdjacentTransactions(deps, request, context), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
-      admitted(context, tracesWeight(request), () => getTraces(deps, request, context), finish),
+      admitted(context, tracesWeight(request), (slots) => getTraces(deps, request, context, slots), finish),
     getBlockTransactionsExt: <Out = GetBlockTransactionsExtResponse>(
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
-    ) => admitted(context, pageWeight(request.count ?? defaultCount), () => getBlockTransactionsExt(deps, request, context), finish),
+    ) => admitted(context, transactionsWeight(request.count ?? defaultCount), () => getBlockTransactionsExt(deps, request, context), finish),
   } satisfies ServiceImpl<typeof TonQueryService>;
   return {
     ...rpcMethods,
     /** getTraces for a door that consumes the page chunk by chunk (the REST door's JSON). */
     streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>) =>
-      admitted<T, T>(context, tracesWeight(request), () => streamTraces(deps, request, context, sink), undefined),
+      admitted<T, T>(context, tracesWeight(request), (slots) => streamTraces(deps, request, context, sink, slots), undefined),
   };
 }
 

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { Admission, pageWeight } from "../src/admission.ts";
+import { Admission, transactionsWeight } from "../src/admission.ts";
 
 const never = new AbortController().signal;
 
@@ -57,7 +57,7 @@ describe("Admission", () => {
         await gates.get(name)?.promise;
         order.push(`end ${name}`);
       });
-    const runs = [run("light1", 1), run("heavy", pageWeight(1000) * 10), run("light2", 1)];
+    const runs = [run("light1", 1), run("heavy", transactionsWeight(40_000)), run("light2", 1)];
     await new Promise((r) => setTimeout(r, 10));
     // The heavy request (clamped to all 4 slots) waits for light1; light2 waits behind it although a slot is free.
     expect(order).toEqual(["start light1"]);
@@ -99,5 +99,47 @@ describe("Admission", () => {
     await new Promise((r) => setTimeout(r, 10));
     gate.resolve();
     expect(await next).toBe(true);
+  });
+
+  it("resizes a request to its real weight: shrinking lets others in, growing queues again holding nothing", async () => {
+    const admission = new Admission(4);
+    const order: string[] = [];
+    const shrunk = deferred();
+    const finishBig = deferred();
+    const big = admission.run(never, 4, async (slots) => {
+      order.push("big starts with 4");
+      await slots.resize(1);
+      shrunk.resolve();
+      await finishBig.promise;
+    });
+    await shrunk.promise;
+    // Three slots came free: a request of three runs beside the shrunk one.
+    await admission.run(never, 3, async () => {
+      order.push("three ran beside it");
+    });
+    finishBig.resolve();
+    await big;
+
+    const holdTwo = deferred();
+    const twoRunning = deferred();
+    const two = admission.run(never, 2, async () => {
+      twoRunning.resolve();
+      await holdTwo.promise;
+    });
+    await twoRunning.promise;
+    const grower = admission.run(never, 1, async (slots) => {
+      await slots.resize(4);
+      order.push("grown to 4");
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    const light = admission.run(never, 1, async () => {
+      order.push("light ran");
+    });
+    await new Promise((r) => setTimeout(r, 10));
+    // The grower gave its slot back and waits for all four behind nobody; the light one, queued behind it, waits too.
+    expect(order).toEqual(["big starts with 4", "three ran beside it"]);
+    holdTwo.resolve();
+    await Promise.all([two, grower, light]);
+    expect(order).toEqual(["big starts with 4", "three ran beside it", "grown to 4", "light ran"]);
   });
 });

@@ -15,6 +15,7 @@ import { selectTraceActions } from "../db/actions.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
 import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow } from "../db/traces.ts";
+import { type HeldSlots, transactionsWeight } from "../admission.ts";
 import type { ServiceDeps } from "../service-deps.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
@@ -33,23 +34,31 @@ export interface TraceSink<T> {
   end(addressBook: GetTracesResponse["addressBook"], metadata: GetTracesResponse["metadata"]): T;
 }
 
-export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext): Promise<GetTracesResponse> {
+export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext, slots?: HeldSlots): Promise<GetTracesResponse> {
   const traces: Trace[] = [];
-  return streamTraces(deps, request, context, {
+  const sink: TraceSink<GetTracesResponse> = {
     traces: (chunk) => {
       for (const trace of chunk) traces.push(trace);
     },
     end: (addressBook, metadata) => create(GetTracesResponseSchema, { traces, addressBook, metadata }),
-  });
+  };
+  return streamTraces(deps, request, context, sink, slots);
 }
 
 /**
  * The page of traces the request asks for, handed to `sink` a chunk of `traceChunkSize` traces at a time: each
  * chunk costs the same few statements (transactions, then states and messages, with actions alongside), the
  * next chunk is read while the sink consumes the current one, and a chunk's rows are dropped once it is built,
- * so a 1000-trace page never holds all its rows at once.
+ * so a 1000-trace page never holds all its rows at once. Once the page's trace rows tell how many transactions
+ * it holds, the request's admission (`slots`) is resized to them.
  */
-export async function streamTraces<T>(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>): Promise<T> {
+export async function streamTraces<T>(
+  deps: ServiceDeps,
+  request: GetTracesRequest,
+  context: HandlerContext,
+  sink: TraceSink<T>,
+  slots?: HeldSlots,
+): Promise<T> {
   const { sql, sqlCustomPlan } = deps.db;
   const config = deps.config;
   const filter = traceFilter(request);
@@ -64,10 +73,13 @@ export async function streamTraces<T>(deps: ServiceDeps, request: GetTracesReque
   ]);
   if (!blockKnown) throw new ConnectError(`masterchain block ${filter.mcSeqno} not found`, Code.NotFound);
 
+  // Traces over the bound come back as a header only: loading them would cost without bound.
+  const isLoadable = (row: TraceRow) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions);
+  await slots?.resize(transactionsWeight(rows.reduce((sum, row) => sum + (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0), 0)));
+
   const actionTypes = request.includeActions ? expandActionTypes(request.supportedActionTypes) : undefined;
   const loadChunk = async (chunkRows: readonly TraceRow[]) => {
-    // Traces over the bound come back as a header only: loading them would cost without bound.
-    const loadable = chunkRows.filter((row) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions)).map((row) => row.trace_id);
+    const loadable = chunkRows.filter(isLoadable).map((row) => row.trace_id);
     const [transactions, actions] = await Promise.all([
       selectTraceTransactions(sql, context.signal, loadable),
       actionTypes !== undefined && loadable.length > 0
