@@ -95,8 +95,8 @@ export interface HeldSlots {
   resize(weight: number): Promise<void>;
 }
 
-/** Transactions that weigh one slot: with the default 8 slots, pages of 4000 transactions in all at once. */
-export const transactionsPerSlot = 500;
+/** Transactions that weigh one slot: with the default 8 slots, pages of 2000 transactions in all at once. */
+export const transactionsPerSlot = 250;
 
 export function transactionsWeight(transactions: number): number {
   return transactions / transactionsPerSlot;

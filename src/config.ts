@@ -8,7 +8,7 @@ export interface Config {
   port: number;
   /** Connections the service may open to PostgreSQL (see openDatabase for how they are split). */
   poolSize: number;
-  /** Slots of work at once (500 transactions take one); more wait their turn, which bounds memory under load. */
+  /** Slots of work at once (250 transactions take one); more wait their turn, which bounds memory under load. */
   maxConcurrentRequests: number;
   /** Per-statement bound, also applied as PostgreSQL's statement_timeout. */
   statementTimeoutMs: number;
@@ -45,7 +45,7 @@ export const settings = {
   maxConcurrentRequests: {
     env: "MAX_CONCURRENT_REQUESTS",
     default: "8",
-    help: "Slots of work served at once: a request takes one per 500 transactions it loads (at least one); the others queue in arrival order until their deadline. Bounds memory under load.",
+    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one); the others queue in arrival order until their deadline. Bounds memory under load.",
   },
   statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
   requestTimeoutMs: {
