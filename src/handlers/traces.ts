@@ -92,6 +92,9 @@ export async function streamTraces<T>(
   const chunks: TraceRow[][] = [];
   for (let i = 0; i < rows.length; i += traceChunkSize) chunks.push(rows.slice(i, i + traceChunkSize));
   const addresses = new Set<string>();
+  const lookUpAddresses = () =>
+    Promise.all([selectAddressBook(sql, context.signal, addresses, config.testnet), selectMetadata(sql, context.signal, addresses)]);
+  let lookups: ReturnType<typeof lookUpAddresses> | undefined;
   let next = chunks.length > 0 ? loadChunk(chunks[0] as TraceRow[]) : undefined;
   for (let i = 0; next !== undefined; i++) {
     const { chunkRows, loadable, transactions, actions } = await next;
@@ -99,6 +102,14 @@ export async function streamTraces<T>(
     next = following === undefined ? undefined : loadChunk(following);
     // Should this chunk fail to build, the read already under way must not surface as an unhandled rejection.
     next?.catch(() => {});
+
+    for (const address of transactionAddresses(transactions)) addresses.add(address);
+    for (const list of actions.values()) for (const action of list) for (const address of actionAddresses(action)) addresses.add(address);
+    if (next === undefined) {
+      // The page's addresses are all known once its last chunk is read: their lookups run while that chunk is built.
+      lookups = lookUpAddresses();
+      lookups.catch(() => {});
+    }
 
     const transactionsByTrace = new Map<string, Transaction[]>();
     for (const tx of transactions) {
@@ -114,14 +125,9 @@ export async function streamTraces<T>(
           : incompleteTrace(row),
       ),
     );
-    for (const address of transactionAddresses(transactions)) addresses.add(address);
-    for (const list of actions.values()) for (const action of list) for (const address of actionAddresses(action)) addresses.add(address);
   }
 
-  const [addressBook, metadata] = await Promise.all([
-    selectAddressBook(sql, context.signal, addresses, config.testnet),
-    selectMetadata(sql, context.signal, addresses),
-  ]);
+  const [addressBook, metadata] = await (lookups ?? lookUpAddresses());
   return sink.end(addressBook, metadata);
 }
 
