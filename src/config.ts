@@ -12,7 +12,7 @@ export interface Config {
   maxConcurrentRequests: number;
   /** Per-statement bound, also applied as PostgreSQL's statement_timeout. */
   statementTimeoutMs: number;
-  /** Whole-request bound (queue wait included) for REST, and for RPCs whose client sets no deadline. */
+  /** Whole-request bound (queue wait included) for REST and for RPCs whose client sets no deadline; the longest deadline a client may set. */
   requestTimeoutMs: number;
   /** /traces limit when the request gives none. */
   defaultLimit: number;
@@ -25,6 +25,18 @@ export interface Config {
   corsOrigin: string;
   /** How long SIGTERM waits for requests in flight before closing connections. */
   shutdownTimeoutMs: number;
+  /** A connection must send a request's complete headers (HTTP/2: its preface) within this. */
+  headersTimeoutMs: number;
+  /** A request's body must have arrived within this of its headers. */
+  bodyTimeoutMs: number;
+  /** An HTTP/1.1 keep-alive connection or HTTP/2 session with no request in flight is closed after this. */
+  idleTimeoutMs: number;
+  /** Client connections open at once; past it the longest-idle connection makes room for the new one. */
+  maxConnections: number;
+  /** Bound of opening a database connection and of the health probe: an unreachable database is known this fast. */
+  dbConnectTimeoutMs: number;
+  /** Values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold, repeats removed. */
+  maxListValues: number;
 }
 
 interface Setting {
@@ -51,7 +63,7 @@ export const settings = {
   requestTimeoutMs: {
     env: "REQUEST_TIMEOUT_MS",
     default: "10000",
-    help: "Deadline of a request, waiting for its turn included, when the client sets none (REST always): 504 / DEADLINE_EXCEEDED after it.",
+    help: "Deadline of a request, waiting for its turn included: REST always, RPCs whose client sets none, and the longest deadline an RPC client may set (a longer one is cut to it). 504 / DEADLINE_EXCEEDED after it.",
   },
   defaultLimit: { env: "DEFAULT_LIMIT", default: "10", help: "Default `limit` of /api/v3/traces." },
   maxLimit: { env: "MAX_LIMIT", default: "1000", help: "Largest accepted `limit` of /api/v3/traces." },
@@ -59,6 +71,32 @@ export const settings = {
   testnet: { env: "TESTNET", default: "false", help: "true: user-friendly addresses use the testnet flag." },
   corsOrigin: { env: "CORS_ORIGIN", default: "*", help: "Access-Control-Allow-Origin sent to browsers." },
   shutdownTimeoutMs: { env: "SHUTDOWN_TIMEOUT_MS", default: "10000", help: "Grace period for requests in flight after SIGTERM." },
+  headersTimeoutMs: {
+    env: "HEADERS_TIMEOUT_MS",
+    default: "10000",
+    help: "A client connection must send a request's complete headers (HTTP/2: its connection preface) within this; else it is closed.",
+  },
+  bodyTimeoutMs: { env: "BODY_TIMEOUT_MS", default: "20000", help: "A request's body must arrive within this of its headers; else 408 and the connection is closed." },
+  idleTimeoutMs: {
+    env: "IDLE_TIMEOUT_MS",
+    default: "65000",
+    help: "An HTTP/1.1 keep-alive connection or HTTP/2 session with no request in flight is closed after this (longer than common load balancers' 60 s).",
+  },
+  maxConnections: {
+    env: "MAX_CONNECTIONS",
+    default: "2000",
+    help: "Client connections open at once; a new one past it closes the longest-idle connection (one with no request in flight), or is refused when none is idle.",
+  },
+  dbConnectTimeoutMs: {
+    env: "DB_CONNECT_TIMEOUT_MS",
+    default: "1000",
+    help: "Bound of opening a database connection and of the database health probe: while the database is unreachable requests fail with 503 this fast.",
+  },
+  maxListValues: {
+    env: "MAX_LIST_VALUES",
+    default: "256",
+    help: "Most values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold once repeats are removed; more is a 422 / INVALID_ARGUMENT.",
+  },
 } satisfies Record<keyof Config, Setting>;
 
 export class ConfigError extends Error {}
@@ -94,6 +132,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     testnet: boolean(s.testnet.env, read(s.testnet)),
     corsOrigin: read(s.corsOrigin),
     shutdownTimeoutMs: integer(s.shutdownTimeoutMs.env, read(s.shutdownTimeoutMs), 0, 600_000),
+    headersTimeoutMs: integer(s.headersTimeoutMs.env, read(s.headersTimeoutMs), 1, 3_600_000),
+    bodyTimeoutMs: integer(s.bodyTimeoutMs.env, read(s.bodyTimeoutMs), 1, 3_600_000),
+    idleTimeoutMs: integer(s.idleTimeoutMs.env, read(s.idleTimeoutMs), 1, 3_600_000),
+    maxConnections: integer(s.maxConnections.env, read(s.maxConnections), 1, 1_000_000),
+    dbConnectTimeoutMs: integer(s.dbConnectTimeoutMs.env, read(s.dbConnectTimeoutMs), 1, 600_000),
+    maxListValues: integer(s.maxListValues.env, read(s.maxListValues), 1, 100_000),
   };
   if (config.defaultLimit > config.maxLimit) {
     throw new ConfigError(`DEFAULT_LIMIT (${config.defaultLimit}) must not exceed MAX_LIMIT (${config.maxLimit})`);

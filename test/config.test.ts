@@ -18,6 +18,12 @@ describe("configuration", () => {
       testnet: false,
       corsOrigin: "*",
       shutdownTimeoutMs: 10000,
+      headersTimeoutMs: 10000,
+      bodyTimeoutMs: 20000,
+      idleTimeoutMs: 65000,
+      maxConnections: 2000,
+      dbConnectTimeoutMs: 1000,
+      maxListValues: 256,
     });
   });
 
