@@ -12,7 +12,7 @@
 // the handler cannot have needed anything else, and it did wait for those. Promise.all rounds therefore replay as
 // concurrent statements, a chain (rows, then their messages) as a chain. Only the direct dependencies are kept.
 //
-// Replay. sql.unsafe(text, parameters, { prepare }) on pools opened like the server's (openDatabase, same sizes,
+// Replay. runQuery with sql.unsafe(text, parameters, { prepare }) on pools opened like the server's (databaseOptions, openDatabase, same sizes,
 // same session settings), each statement on the pool it was recorded from: the same prepared or per-call-planned
 // statements, the same parameter types (postgres infers them from the same JS values), the same row parsing, but
 // none of the handler's own work (protobuf, presentation, HTTP).
@@ -21,7 +21,7 @@ import { createHandlerContext } from "@connectrpc/connect";
 import postgres from "postgres";
 import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import type { Config } from "../src/config.ts";
-import type { Database, Sql } from "../src/db/client.ts";
+import { databaseOptions, openDatabase, runQuery, transactionFrame, type Database } from "../src/db/client.ts";
 import { getAdjacentTransactions } from "../src/handlers/adjacent-transactions.ts";
 import { getBlockTransactionsExt } from "../src/handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "../src/handlers/masterchain-info.ts";
@@ -78,18 +78,17 @@ export function createRecorder(url: string, config: Config): Recorder {
   let debugCount = 0;
   let recording: Recorded[] | undefined;
   let seq = 0;
-  const open = (prepare: boolean) =>
-    postgres(url, {
-      max: config.poolSize,
-      prepare,
-      onnotice: () => {},
-      connection: { application_name: "tonquery-bench-capture", default_transaction_read_only: true, statement_timeout: config.statementTimeoutMs },
-      debug: () => {
-        if (recording !== undefined) debugCount++;
+  const frame: readonly string[] = Object.values(transactionFrame);
+  const db = openDatabase(
+    databaseOptions(config, url, {
+      observe: {
+        built: (statement, prepared) => instrument(statement as unknown as QueryLike, prepared),
+        sent: (text) => {
+          if (recording !== undefined && !frame.includes(text)) debugCount++;
+        },
       },
-    });
-  const prepared = open(true);
-  const customPlan = open(false);
+    }),
+  );
 
   const instrument = (q: QueryLike, isPrepared: boolean) => {
     const originalThen = q.then;
@@ -124,20 +123,8 @@ export function createRecorder(url: string, config: Config): Recorder {
     });
   };
 
-  const recorded = (real: Sql, isPrepared: boolean) =>
-    new Proxy(real, {
-      apply(target, thisArg, args) {
-        const result: unknown = Reflect.apply(target, thisArg, args);
-        if (result instanceof Promise && "strings" in result) instrument(result as QueryLike, isPrepared);
-        return result;
-      },
-    });
-  const end = async () => {
-    await Promise.all([prepared.end({ timeout: 5 }), customPlan.end({ timeout: 5 })]);
-  };
-
   return {
-    db: { sql: recorded(prepared, true), sqlCustomPlan: recorded(customPlan, false), end },
+    db,
     async record(run) {
       recording = [];
       debugCount = 0;
@@ -150,7 +137,7 @@ export function createRecorder(url: string, config: Config): Recorder {
         recording = undefined;
       }
     },
-    end,
+    end: () => db.end(),
   };
 }
 
@@ -226,34 +213,19 @@ export async function captureCase(recorder: Recorder, config: Config, c: BenchCa
 }
 
 /**
- * One request's worth of the captured statements, with the captured dependencies. An abort rejects at once and
- * stops the statements not yet started; those already running are cancelled only when they are executing on
- * their connection: cancelling a postgres query that is still waiting for its connection to open leaks that
- * connection (postgres 3.4.9), so those are left to finish.
+ * One request's worth of the captured statements, with the captured dependencies. An abort rejects at once; the
+ * statements not yet started never start, those running finish (see runQuery).
  */
-export function replay(db: Database, statements: readonly CapturedStatement[], signal?: AbortSignal): Promise<void> {
-  const started: { cancel(): unknown; active?: boolean }[] = [];
+export function replay(db: Database, statements: readonly CapturedStatement[], signal: AbortSignal = new AbortController().signal): Promise<void> {
   const done: Promise<unknown>[] = [];
   for (const s of statements) {
-    const run = () => {
-      if (signal?.aborted) throw new Error("aborted");
-      const sql = s.prepared ? db.sql : db.sqlCustomPlan;
-      const q = sql.unsafe(s.query, s.parameters as postgres.ParameterOrJSON<never>[], { prepare: s.prepared });
-      started.push(q as unknown as { cancel(): unknown; active?: boolean });
-      return q;
-    };
+    // Through runQuery, as the service runs its statements: the same read-only transaction around each.
+    const run = () =>
+      runQuery(signal, s.prepared ? db.sql : db.sqlCustomPlan, (tx) =>
+        tx.unsafe(s.query, s.parameters as postgres.ParameterOrJSON<never>[], { prepare: s.prepared }),
+      );
     done.push(s.after.length === 0 ? Promise.resolve().then(run) : Promise.all(s.after.map((j) => done[j])).then(run));
   }
   for (const d of done) d.catch(() => {});
-  const all = Promise.all(done).then(() => undefined);
-  if (signal === undefined) return all;
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => {
-      for (const q of started) if (q.active === true) void q.cancel();
-      reject(new Error("aborted"));
-    };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    all.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
+  return Promise.all(done).then(() => undefined);
 }

@@ -5,7 +5,7 @@ import os from "node:os";
 import { join, resolve } from "node:path";
 import postgres from "postgres";
 import { loadConfig } from "../src/config.ts";
-import { openDatabase, redactUrl } from "../src/db/client.ts";
+import { databaseOptions, openDatabase, redactUrl } from "../src/db/client.ts";
 import { caseSelected, parseOptions, type BenchOptions } from "./args.ts";
 import { buildCases, readDataset, type BenchCase } from "./cases.ts";
 import { captureCase, createRecorder, replay, type Capture } from "./capture.ts";
@@ -143,7 +143,7 @@ async function main(): Promise<number> {
   /** Peak RSS (MB) of every server process that has ended, and the crashes. */
   let endedPeakMb = 0;
   const crashes: BenchResult["server"]["crashes"] = [];
-  const floorDb = openDatabase({ url: options.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const floorDb = openDatabase(databaseOptions(config, options.databaseUrl));
   const monitorSql = postgres(options.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tonquery-bench-monitor" } });
   const probes: Probes = {
     server: undefined,

@@ -6,7 +6,7 @@
 // loopback port. DATABASE_URL is required: the bench never runs against the embedded demo database.
 
 import { loadConfig } from "../src/config.ts";
-import { openDatabase } from "../src/db/client.ts";
+import { databaseOptions, openDatabase } from "../src/db/client.ts";
 import { checkSchemaVersion } from "../src/db/version.ts";
 import { createServer } from "../src/server.ts";
 
@@ -15,7 +15,7 @@ if (config.databaseUrl === undefined) {
   process.stderr.write("bench/server-process.ts: DATABASE_URL is required\n");
   process.exit(2);
 }
-const db = openDatabase({ url: config.databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+const db = openDatabase(databaseOptions(config, config.databaseUrl));
 await checkSchemaVersion(db.sql);
 const server = createServer({ db, config });
 const address = await server.listen(0, "127.0.0.1");

@@ -1,43 +1,50 @@
 import { abortError, untilAborted } from "./abort.ts";
 
 /**
- * Bounds the work the service does at once, by weight: a request takes as many of the `slots` as its page holds
- * transactions (see `transactionsWeight`), the others wait their turn in arrival order until their own signal
- * ends the wait.
+ * Bounds the work the service does at once, by weight: a request takes as many slots as its page holds
+ * transactions (see `transactionsWeight`), and waits its turn while they are taken.
  * On a 2-core machine more parallel work adds no throughput, only memory: a page in flight holds its rows, its
  * messages and its serialised response at once, and a 1000-trace page weighs as much as a hundred small ones.
- * So the default 8 slots serve eight small pages at once, or one page of 1000 traces.
  *
- * The caller's answer also ends with its signal (deadline, client gone), but the slot stays taken until the
- * work itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
+ * Two lanes keep cheap requests fast while heavy ones run. A light request (one slot) may take one of the
+ * `reserved` slots, which heavy requests never hold, so it waits at most for other light requests; when those are
+ * taken it queues with everybody else. The other slots are shared, granted strictly in arrival order (a heavy
+ * request at the head is not overtaken, so a stream of light ones cannot starve it), and a heavy request weighs
+ * at most all of them. With the default 8 slots: 2 reserved, and one 1000-trace page or six small ones in the 6
+ * shared.
+ *
+ * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
+ * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
  */
 export class Admission {
-  readonly #slots: number;
-  #free: number;
-  readonly #waiting: { weight: number; grant: () => void }[] = [];
+  readonly #shared: number;
+  readonly #reserved: number;
+  #freeShared: number;
+  #freeReserved: number;
+  readonly #waiting: Waiter[] = [];
 
   constructor(slots: number) {
-    this.#slots = slots;
-    this.#free = slots;
+    this.#reserved = reservedSlots(slots);
+    this.#shared = slots - this.#reserved;
+    this.#freeShared = this.#shared;
+    this.#freeReserved = this.#reserved;
   }
 
   async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>): Promise<T> {
-    let held = this.#slotsFor(weight);
-    await this.#acquire(signal, held);
+    let held = await this.#acquire(signal, this.#slotsFor(weight));
     const slots: HeldSlots = {
       resize: async (newWeight) => {
         const wanted = this.#slotsFor(newWeight);
-        if (wanted <= held) {
-          this.#release(held - wanted);
-          held = wanted;
+        if (wanted <= held.count) {
+          this.#release({ lane: held.lane, count: held.count - wanted });
+          held = { lane: held.lane, count: wanted };
           return;
         }
         // Holding some slots while waiting for more could deadlock two growing requests: give all back and
         // queue again for the whole weight.
         this.#release(held);
-        held = 0;
-        await this.#acquire(signal, wanted);
-        held = wanted;
+        held = { lane: "shared", count: 0 };
+        held = await this.#acquire(signal, wanted);
       },
     };
     const done = work(slots).finally(() => this.#release(held));
@@ -45,22 +52,25 @@ export class Admission {
   }
 
   #slotsFor(weight: number): number {
-    return Math.min(this.#slots, Math.max(1, Math.ceil(weight)));
+    return Math.min(this.#shared, Math.max(1, Math.ceil(weight)));
   }
 
-  #acquire(signal: AbortSignal, weight: number): Promise<void> {
+  #acquire(signal: AbortSignal, count: number): Promise<Held> {
     if (signal.aborted) return Promise.reject(abortError(signal));
-    // Strictly first come, first served: a heavy request at the head is not overtaken by light ones.
-    if (this.#waiting.length === 0 && this.#free >= weight) {
-      this.#free -= weight;
-      return Promise.resolve();
+    if (count === 1 && this.#freeReserved > 0) {
+      this.#freeReserved--;
+      return Promise.resolve({ lane: "reserved", count });
+    }
+    if (this.#waiting.length === 0 && this.#freeShared >= count) {
+      this.#freeShared -= count;
+      return Promise.resolve({ lane: "shared", count });
     }
     return new Promise((resolve, reject) => {
-      const entry = {
-        weight,
-        grant: () => {
+      const entry: Waiter = {
+        count,
+        grant: (lane) => {
           signal.removeEventListener("abort", cancel);
-          resolve();
+          resolve({ lane, count });
         },
       };
       const cancel = () => {
@@ -75,18 +85,45 @@ export class Admission {
     });
   }
 
-  #release(weight: number): void {
-    this.#free += weight;
+  #release(held: Held): void {
+    if (held.lane === "reserved") this.#freeReserved += held.count;
+    else this.#freeShared += held.count;
     this.#grantWaiting();
   }
 
   #grantWaiting(): void {
-    for (let head = this.#waiting[0]; head !== undefined && head.weight <= this.#free; head = this.#waiting[0]) {
+    for (let head = this.#waiting[0]; head !== undefined && head.count <= this.#freeShared; head = this.#waiting[0]) {
       this.#waiting.shift();
-      this.#free -= head.weight;
-      head.grant();
+      this.#freeShared -= head.count;
+      head.grant("shared");
+    }
+    // A reserved slot goes to the first light request waiting, even behind a heavy one: heavy ones never use it.
+    for (let i = 0; i < this.#waiting.length && this.#freeReserved > 0; ) {
+      const waiter = this.#waiting[i] as Waiter;
+      if (waiter.count !== 1) {
+        i++;
+        continue;
+      }
+      this.#waiting.splice(i, 1);
+      this.#freeReserved--;
+      waiter.grant("reserved");
     }
   }
+}
+
+interface Held {
+  lane: "reserved" | "shared";
+  count: number;
+}
+
+interface Waiter {
+  count: number;
+  grant: (lane: Held["lane"]) => void;
+}
+
+/** Slots only light requests may take: a quarter, at least one once there are two slots to split. */
+export function reservedSlots(slots: number): number {
+  return slots < 2 ? 0 : Math.max(1, Math.floor(slots / 4));
 }
 
 /** What a request holds while it works; a request that learns its real size adjusts its weight to it. */
@@ -95,7 +132,7 @@ export interface HeldSlots {
   resize(weight: number): Promise<void>;
 }
 
-/** Transactions that weigh one slot: with the default 8 slots, pages of 2000 transactions in all at once. */
+/** Transactions that weigh one slot: with the default 8 slots, pages of 1500 transactions in the shared ones, plus two light requests. */
 export const transactionsPerSlot = 250;
 
 export function transactionsWeight(transactions: number): number {

@@ -1,5 +1,5 @@
 import { ConfigError, helpText, loadConfig } from "./config.ts";
-import { openDatabase, redactUrl } from "./db/client.ts";
+import { databaseOptions, openDatabase, redactUrl } from "./db/client.ts";
 import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
 import { startDemoDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
 import { log } from "./log.ts";
@@ -20,7 +20,7 @@ async function main(): Promise<number> {
     databaseUrl = embedded.url;
   }
 
-  const db = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: embedded !== undefined }));
   const version = await checkSchemaVersion(db.sql);
   const server = createServer({ db, config });
   const address = await server.listen(config.port, config.host);

@@ -1,7 +1,6 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AddressInfo } from "node:net";
-import { runQuery } from "./db/client.ts";
 import { publicError } from "./errors.ts";
 import { restHandler, sendEmpty, sendJson } from "./rest/router.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
@@ -77,11 +76,13 @@ function corsHandler(origin: string, next: HttpHandler): HttpHandler {
   };
 }
 
-/** Liveness and readiness in one: 200 when the database answers, 503 otherwise. */
+/**
+ * Liveness and readiness in one: 200 while the database answers, 503 at once while it does not. The answer is the
+ * availability probe's (see DatabaseAvailability), so a health check costs the database nothing.
+ */
 function healthHandler(deps: ServiceDeps): HttpHandler {
   return (_req, res) => {
-    const signal = AbortSignal.timeout(2000);
-    runQuery(signal, deps.db.sql`select 1`).then(
+    deps.db.availability.ready().then(
       () => sendJson(res, 200, { status: "ok" }),
       () => sendJson(res, 503, { status: "unavailable", error: "database unavailable" }),
     );

@@ -89,7 +89,7 @@ function syntheticRows(
 }
 
 async function actionsOf(traceId: string, types: readonly string[] = latest): Promise<TraceAction[]> {
-  return (await selectTraceActions(db.admin, signal, [traceId], types)).get(traceId) ?? [];
+  return (await selectTraceActions(db.reader, signal, [traceId], types)).get(traceId) ?? [];
 }
 
 // ---- Shortcut expansion --------------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ describe("every recorded action", () => {
     const traces = recordings.flatMap(({ file, traces }) => traces.filter((t) => (t.actions ?? []).length > 0).map((trace) => ({ file, trace })));
     expect(traces.length).toBe(32);
     const all = await selectTraceActions(
-      db.admin,
+      db.reader,
       signal,
       traces.map((t) => t.trace.trace_id),
       latest,
@@ -187,9 +187,9 @@ describe("every recorded action", () => {
 
   it("gives every requested trace a list, empty without actions", async () => {
     const unknownTrace = hash("no such trace");
-    const map = await selectTraceActions(db.admin, signal, [unknownTrace], latest);
+    const map = await selectTraceActions(db.reader, signal, [unknownTrace], latest);
     expect(map.get(unknownTrace)).toEqual([]);
-    expect((await selectTraceActions(db.admin, signal, [], latest)).size).toBe(0);
+    expect((await selectTraceActions(db.reader, signal, [], latest)).size).toBe(0);
   });
 });
 

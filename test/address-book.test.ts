@@ -33,7 +33,7 @@ describe("address_book", () => {
   });
 
   it("describes every address as toncenter does", async () => {
-    const book = await selectAddressBook(db.admin, signal, [wallet, nftItem, unknownCode, neverSeen, wallet], false);
+    const book = await selectAddressBook(db.reader, signal, [wallet, nftItem, unknownCode, neverSeen, wallet], false);
     const plain = Object.fromEntries(
       Object.entries(book).map(([a, r]) => [a, { user_friendly: r.userFriendly, domain: r.domain ?? null, interfaces: r.interfaces?.names ?? null }]),
     );
@@ -50,12 +50,12 @@ describe("address_book", () => {
   });
 
   it("prints testnet forms when configured for testnet", async () => {
-    const book = await selectAddressBook(db.admin, signal, [wallet, nftItem], true);
+    const book = await selectAddressBook(db.reader, signal, [wallet, nftItem], true);
     expect(book[wallet]?.userFriendly).toMatch(/^0Q/);
     expect(book[nftItem]?.userFriendly).toMatch(/^kQ/);
   });
 
   it("returns nothing for no addresses, without a query", async () => {
-    expect(await selectAddressBook(db.admin, AbortSignal.abort(), [], false)).toEqual({});
+    expect(await selectAddressBook(db.reader, AbortSignal.abort(), [], false)).toEqual({});
   });
 });

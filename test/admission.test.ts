@@ -47,27 +47,62 @@ describe("Admission", () => {
     expect(await admission.run(never, 1, async () => "third")).toBe("third");
   });
 
-  it("weighs requests by their pages: a heavy one waits for all slots and is not overtaken by light ones", async () => {
+  it("weighs requests by their pages: a heavy one takes the shared slots and is not overtaken there by light ones", async () => {
+    // 4 slots: 1 reserved for light requests, 3 shared.
     const admission = new Admission(4);
     const order: string[] = [];
-    const gates = new Map(["light1", "heavy", "light2"].map((name) => [name, deferred()]));
+    const gates = new Map(["light1", "light2", "heavy", "light3"].map((name) => [name, deferred()]));
     const run = (name: string, weight: number) =>
       admission.run(never, weight, async () => {
         order.push(`start ${name}`);
         await gates.get(name)?.promise;
         order.push(`end ${name}`);
       });
-    const runs = [run("light1", 1), run("heavy", transactionsWeight(40_000)), run("light2", 1)];
-    await new Promise((r) => setTimeout(r, 10));
-    // The heavy request (clamped to all 4 slots) waits for light1; light2 waits behind it although a slot is free.
-    expect(order).toEqual(["start light1"]);
-    gates.get("light1")?.resolve();
-    await new Promise((r) => setTimeout(r, 10));
-    expect(order).toEqual(["start light1", "end light1", "start heavy"]);
-    gates.get("heavy")?.resolve();
+    const settle = () => new Promise((r) => setTimeout(r, 10));
+    // light1 takes the reserved slot, light2 a shared one; the heavy request (clamped to the 3 shared) waits for
+    // light2, and light3 waits behind it although a shared slot is free.
+    const runs = [run("light1", 1), run("light2", 1), run("heavy", transactionsWeight(40_000)), run("light3", 1)];
+    await settle();
+    expect(order).toEqual(["start light1", "start light2"]);
     gates.get("light2")?.resolve();
+    await settle();
+    expect(order).toEqual(["start light1", "start light2", "end light2", "start heavy"]);
+    // The reserved slot, once free, goes to light3 while the heavy request runs.
+    gates.get("light1")?.resolve();
+    await settle();
+    expect(order.slice(4)).toEqual(["end light1", "start light3"]);
+    gates.get("heavy")?.resolve();
+    gates.get("light3")?.resolve();
     await Promise.all(runs);
-    expect(order).toEqual(["start light1", "end light1", "start heavy", "end heavy", "start light2", "end light2"]);
+  });
+
+  it("keeps light requests out of heavy ones' queue: they wait only for other light requests", async () => {
+    // 8 slots: 2 reserved, 6 shared; a 1000-trace page weighs all 6 shared ones.
+    const admission = new Admission(8);
+    const order: string[] = [];
+    const heavyGates = [deferred(), deferred()];
+    const heavy = heavyGates.map((gate, i) =>
+      admission.run(never, transactionsWeight(4000), async () => {
+        order.push(`heavy ${i}`);
+        await gate.promise;
+      }),
+    );
+    const lightGate = deferred();
+    const light = [0, 1, 2].map((i) =>
+      admission.run(never, 1, async () => {
+        order.push(`light ${i}`);
+        if (i < 2) await lightGate.promise;
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 10));
+    // The second heavy page waits for the first; two light requests run beside them, the third waits for those.
+    expect(order).toEqual(["heavy 0", "light 0", "light 1"]);
+    lightGate.resolve();
+    await Promise.all(light);
+    expect(order).toEqual(["heavy 0", "light 0", "light 1", "light 2"]);
+    for (const gate of heavyGates) gate.resolve();
+    await Promise.all(heavy);
+    expect(order.at(-1)).toBe("heavy 1");
   });
 
   it("lets the waiters behind a cancelled heavy request in", async () => {
@@ -102,20 +137,21 @@ describe("Admission", () => {
   });
 
   it("resizes a request to its real weight: shrinking lets others in, growing queues again holding nothing", async () => {
+    // 4 slots: 1 reserved, 3 shared.
     const admission = new Admission(4);
     const order: string[] = [];
     const shrunk = deferred();
     const finishBig = deferred();
     const big = admission.run(never, 4, async (slots) => {
-      order.push("big starts with 4");
+      order.push("big starts with the 3 shared slots");
       await slots.resize(1);
       shrunk.resolve();
       await finishBig.promise;
     });
     await shrunk.promise;
-    // Three slots came free: a request of three runs beside the shrunk one.
-    await admission.run(never, 3, async () => {
-      order.push("three ran beside it");
+    // Two shared slots came free: a request of two runs beside the shrunk one.
+    await admission.run(never, 2, async () => {
+      order.push("two ran beside it");
     });
     finishBig.resolve();
     await big;
@@ -128,18 +164,18 @@ describe("Admission", () => {
     });
     await twoRunning.promise;
     const grower = admission.run(never, 1, async (slots) => {
-      await slots.resize(4);
-      order.push("grown to 4");
+      await slots.resize(3);
+      order.push("grown to 3");
     });
     await new Promise((r) => setTimeout(r, 10));
     const light = admission.run(never, 1, async () => {
       order.push("light ran");
     });
     await new Promise((r) => setTimeout(r, 10));
-    // The grower gave its slot back and waits for all four behind nobody; the light one, queued behind it, waits too.
-    expect(order).toEqual(["big starts with 4", "three ran beside it"]);
+    // The grower gave its reserved slot back and waits for three shared ones; the light request takes the reserved one.
+    expect(order).toEqual(["big starts with the 3 shared slots", "two ran beside it", "light ran"]);
     holdTwo.resolve();
     await Promise.all([two, grower, light]);
-    expect(order).toEqual(["big starts with 4", "three ran beside it", "grown to 4", "light ran"]);
+    expect(order).toEqual(["big starts with the 3 shared slots", "two ran beside it", "light ran", "grown to 3"]);
   });
 });

@@ -45,7 +45,8 @@ export async function selectTraceActions(
   if (traceIds.length === 0) return byTrace;
   const rows = await runQuery(
     signal,
-    sql<StoredActionRow[]>`
+    sql,
+    (tx) => tx<StoredActionRow[]>`
       select
         A.trace_id,
         A.action_id,

@@ -22,7 +22,8 @@ export async function selectAddressBook(
   const [states, domains] = await Promise.all([
     runQuery(
       signal,
-      sql<LatestStateRow[]>`
+      sql,
+      (tx) => tx<LatestStateRow[]>`
         select S.account, S.code_hash, C.methods
         from latest_account_states S
         left join contract_methods C on C.code_hash = S.code_hash
@@ -30,7 +31,8 @@ export async function selectAddressBook(
     ),
     runQuery(
       signal,
-      sql<DomainRow[]>`
+      sql,
+      (tx) => tx<DomainRow[]>`
         select distinct on (D.nft_item_owner) D.nft_item_owner, D.domain
         from dns_entries D
         where D.nft_item_owner = any(${accounts}::text[]::tonaddr[]) and D.nft_item_owner = D.dns_wallet

@@ -14,7 +14,8 @@ type BlockIdRow = { workchain: number; shard: string; seqno: number; root_hash: 
 export async function selectBlockId(sql: Sql, signal: AbortSignal, workchain: number, shard: string, seqno: number): Promise<BlockIdExt | undefined> {
   const [row] = await runQuery(
     signal,
-    sql<BlockIdRow[]>`
+    sql,
+    (tx) => tx<BlockIdRow[]>`
       select workchain, shard, seqno, root_hash, file_hash from blocks
       where workchain = ${workchain} and shard = ${shard} and seqno = ${seqno}`,
   );
@@ -48,7 +49,8 @@ export async function selectBlockTransactions(
 ): Promise<RawTransaction[]> {
   const rows = await runQuery(
     signal,
-    sql<TransactionRow[]>`
+    sql,
+    (tx) => tx<TransactionRow[]>`
       ${selectTransactionRows(sql)}
       where T.block_workchain = ${block.workchain} and T.block_shard = ${block.shard} and T.block_seqno = ${block.seqno}
       ${after === undefined ? sql`` : sql`and (T.account::text collate "C", T.lt) > (${after.account}::text collate "C", ${after.lt}::bigint)`}

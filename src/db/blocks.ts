@@ -19,7 +19,8 @@ export interface MasterchainRange {
 export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Promise<MasterchainRange | undefined> {
   const rows = await runQuery(
     signal,
-    sql<BlockRow[]>`
+    sql,
+    (tx) => tx<BlockRow[]>`
       (select ${blockColumns(sql)}, 'first' as edge from blocks b where b.workchain = -1 order by b.seqno asc limit 1)
       union all
       (select ${blockColumns(sql)}, 'last' as edge from blocks b where b.workchain = -1 order by b.seqno desc limit 1)

@@ -1,6 +1,9 @@
 import postgres from "postgres";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { abortError, untilAborted } from "../abort.ts";
+import type { Config } from "../config.ts";
+import { log } from "../log.ts";
+import { DatabaseAvailability } from "./availability.ts";
 
 export type Sql = postgres.Sql;
 
@@ -20,6 +23,21 @@ export interface DatabaseOptions {
   /** Connections in all, shared between the two pools below (at least one each). */
   poolSize: number;
   statementTimeoutMs: number;
+  /** Bound of opening a connection, and of the availability probe. */
+  connectTimeoutMs: number;
+  /**
+   * The server runs every connection in one shared session (the embedded PGlite): a transaction opened by one
+   * connection would take in the others' statements, so statements run bare there, and that session is made
+   * read-only once for all (see startDemoDatabase).
+   */
+  sharedSession?: boolean;
+  /** For the bench's SQL floor: sees each statement as built (before it is sent) and each one the driver sends. */
+  observe?: StatementObserver;
+}
+
+export interface StatementObserver {
+  built(statement: PromiseLike<unknown>, prepared: boolean): void;
+  sent(text: string): void;
 }
 
 /**
@@ -32,42 +50,115 @@ export interface DatabaseOptions {
  * the best plan walks the traces index in page order and stops after the page (3 ms at limit 100 on 2M
  * transactions), for an account with five transactions it starts from that account's rows; the generic plan,
  * costed for an average account, read a hot account's whole history (0.6 s).
+ *
+ * Both are handles: data access builds statements and fragments with them and hands them to {@link runQuery},
+ * which runs them on the pool's live connections (replaced whenever the database goes down, so that no connection
+ * left hanging by an outage is ever used again).
  */
 export interface Database {
   sql: Sql;
   sqlCustomPlan: Sql;
+  availability: DatabaseAvailability;
   end(): Promise<void>;
 }
 
+/** The database options the service's configuration gives. */
+export function databaseOptions(config: Config, url: string, extra: Pick<DatabaseOptions, "sharedSession" | "observe"> = {}): DatabaseOptions {
+  return { url, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs, ...extra };
+}
+
+/** What runQuery needs to know about the pool a handle stands for. */
+interface Pool {
+  live: Sql;
+  open: () => Sql;
+  readOnlyTransactions: boolean;
+  availability: DatabaseAvailability;
+  observe: ((statement: PromiseLike<unknown>) => void) | undefined;
+}
+
+const pools = new WeakMap<Sql, Pool>();
+
+/** Between probes while the database answers: a black hole is noticed within this plus the probe's bound. */
+const probeIntervalUpMs = 1000;
+/** Between probes while it does not: it is known to be back within this. */
+const probeIntervalDownMs = 250;
+
 /**
- * Opens the pools the service reads through. Sessions are read-only so that no code path can change the
- * indexer's data, and PostgreSQL itself stops a runaway statement even if the service forgets to.
+ * Opens the pools the service reads through, and starts watching the database's availability. Every statement
+ * runs in a read-only transaction (see {@link runQuery}); sessions are read-only by default too, and PostgreSQL
+ * itself stops a runaway statement even if the service forgets to.
  */
 export function openDatabase(options: DatabaseOptions): Database {
   const customPlanConnections = Math.max(1, Math.ceil(options.poolSize / 5));
-  const open = (max: number, prepare: boolean) =>
+  const connectTimeoutSeconds = options.connectTimeoutMs / 1000;
+  const connect = (max: number, prepare: boolean) =>
     postgres(options.url, {
       max,
       prepare,
-      connect_timeout: 5,
+      connect_timeout: connectTimeoutSeconds,
       idle_timeout: 60,
       max_lifetime: 30 * 60,
       onnotice: () => {},
+      ...(options.observe && { debug: (_connection: number, text: string) => options.observe?.sent(text) }),
       connection: {
         application_name: "tonquery",
         default_transaction_read_only: true,
         statement_timeout: options.statementTimeoutMs,
       },
     });
-  const sql = open(Math.max(1, options.poolSize - customPlanConnections), true);
-  const sqlCustomPlan = open(customPlanConnections, false);
+
+  const members: Pool[] = [];
+  const availability = new DatabaseAvailability((timeoutMs) => probe(options.url, timeoutMs), {
+    timeoutMs: options.connectTimeoutMs,
+    upIntervalMs: probeIntervalUpMs,
+    downIntervalMs: probeIntervalDownMs,
+    // A connection that lost its peer without a word (a black hole) would stay checked out for good: drop them all.
+    onDown: () => {
+      for (const pool of members) {
+        void pool.live.end({ timeout: 0 });
+        pool.live = pool.open();
+      }
+    },
+    onChange: (up, downMs) => (up ? log.info("database available again", { downMs }) : log.error("database unavailable")),
+  });
+  const handle = (max: number, prepare: boolean): Sql => {
+    const open = () => connect(max, prepare);
+    const live = open();
+    const observe = options.observe && ((statement: PromiseLike<unknown>) => options.observe?.built(statement, prepare));
+    const pool: Pool = { live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe };
+    members.push(pool);
+    pools.set(live, pool);
+    return live;
+  };
+  const sql = handle(Math.max(1, options.poolSize - customPlanConnections), true);
+  const sqlCustomPlan = handle(customPlanConnections, false);
+  availability.start();
   return {
     sql,
     sqlCustomPlan,
+    availability,
     end: async () => {
-      await Promise.all([sql.end({ timeout: 5 }), sqlCustomPlan.end({ timeout: 5 })]);
+      availability.stop();
+      await Promise.all(members.map((pool) => pool.live.end({ timeout: 5 })));
     },
   };
+}
+
+/** One round trip on a connection of its own, closed afterwards, bounded by `timeoutMs` whatever the network does. */
+async function probe(url: string, timeoutMs: number): Promise<void> {
+  const connection = postgres(url, { max: 1, connect_timeout: timeoutMs / 1000, onnotice: () => {}, connection: { application_name: "tonquery-probe" } });
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      connection`select 1`,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    void connection.end({ timeout: 0 });
+  }
 }
 
 const connectionErrorCodes = new Set([
@@ -114,15 +205,84 @@ export function databaseError(err: unknown): ConnectError {
 }
 
 /**
- * Runs one statement for a request and maps its failures through {@link databaseError}. When the request is
- * aborted (client gone, deadline passed, shutdown) it fails at once; the statement itself is left to finish or
- * to hit the statement timeout rather than being cancelled, because cancelling a statement mid-result corrupts
- * the connection in postgres.js 3.4 (porsager/postgres#1181, #1119: the next query on it gets a broken result).
+ * Runs one statement for a request, built by `build` on a connection of `pool` reserved for it, and maps its
+ * failures through {@link databaseError}.
+ *
+ * - The statement runs inside a read-only transaction (BEGIN READ ONLY, the statement and COMMIT are sent in one
+ *   write, so this costs no extra round trip): a session default could be turned off by a statement, a
+ *   transaction's read-only mode cannot be once it has run a query.
+ * - A request whose signal has fired (client gone, deadline passed, shutdown) never starts its statement, even
+ *   when its turn for a connection comes after that; a statement already sent is left to finish or to hit the
+ *   statement timeout, because PostgreSQL's cancel request hits whatever the backend runs when it arrives, which
+ *   may already be the next request's statement.
+ * - While the database is down the request fails at once with Unavailable, and a statement in flight when it goes
+ *   down ends with it rather than with the request's deadline.
  */
-export function runQuery<T extends readonly postgres.MaybeRow[]>(signal: AbortSignal, query: postgres.PendingQuery<T>): Promise<postgres.RowList<T>> {
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  const result = Promise.resolve(query).catch((err: unknown) => {
+export async function runQuery<T extends readonly postgres.MaybeRow[]>(
+  signal: AbortSignal,
+  pool: Sql,
+  build: (sql: Sql) => postgres.PendingQuery<T>,
+): Promise<postgres.RowList<T>> {
+  const member = pools.get(pool);
+  if (member === undefined) throw new Error("runQuery: not a pool opened by openDatabase");
+  if (signal.aborted) throw abortError(signal);
+  try {
+    await member.availability.ready();
+  } catch (err) {
     throw databaseError(err);
-  });
-  return untilAborted(signal, result);
+  }
+  const stop = AbortSignal.any([signal, member.availability.downSignal]);
+  const reservation = member.live.reserve();
+  let connection: postgres.ReservedSql;
+  try {
+    connection = await untilAborted(stop, reservation);
+  } catch (err) {
+    // Granted later, the connection goes straight back unused.
+    void reservation.then((late) => late.release(), () => {});
+    throw failure(member, stop, err);
+  }
+  if (stop.aborted) {
+    connection.release();
+    throw failure(member, stop, undefined);
+  }
+  const statement = runReserved(connection, build, member);
+  try {
+    return await untilAborted(stop, statement);
+  } catch (err) {
+    throw failure(member, stop, err);
+  }
+}
+
+/** The statements runQuery sends around each of the service's own. */
+export const transactionFrame = { begin: "begin read only", commit: "commit" } as const;
+
+async function runReserved<T extends readonly postgres.MaybeRow[]>(
+  connection: postgres.ReservedSql,
+  build: (sql: Sql) => postgres.PendingQuery<T>,
+  member: Pool,
+): Promise<postgres.RowList<T>> {
+  try {
+    const built = build(connection);
+    member.observe?.(built);
+    if (!member.readOnlyTransactions) return await built;
+    // Queued in this order in the same tick, the three go out in one write.
+    const begin = connection.unsafe(transactionFrame.begin).execute();
+    const statement = built.execute();
+    const commit = connection.unsafe(transactionFrame.commit).execute();
+    const [opened, result, closed] = await Promise.allSettled([begin, statement, commit]);
+    if (result.status === "rejected") throw result.reason;
+    if (opened.status === "rejected") throw opened.reason;
+    if (closed.status === "rejected") throw closed.reason;
+    return result.value;
+  } finally {
+    connection.release();
+  }
+}
+
+/** The error a statement ends with: the signal's when it fired, else the database's (a connection failure prompts a probe). */
+function failure(member: Pool, stop: AbortSignal, err: unknown): ConnectError {
+  if (stop.aborted) return abortError(stop);
+  const error = databaseError(err);
+  if (error.code === Code.Unavailable) member.availability.suspect();
+  return error;
 }

@@ -32,7 +32,8 @@ export async function selectMetadata(sql: Sql, signal: AbortSignal, addresses: I
   if (accounts.length === 0) return {};
   const rows = await runQuery(
     signal,
-    sql<TokenRow[]>`
+    sql,
+    (tx) => tx<TokenRow[]>`
       with wallets as (
         select W.address, W.balance::text as balance, W.owner, W.jetton
         from jetton_wallets W where W.address = any(${accounts}::text[]::tonaddr[])

@@ -44,7 +44,8 @@ export interface TracePage {
 export async function masterchainBlockExists(sql: Sql, signal: AbortSignal, seqno: number): Promise<boolean> {
   const rows = await runQuery(
     signal,
-    sql`select 1 from blocks where workchain = -1 and shard = -9223372036854775808 and seqno = ${seqno}`,
+    sql,
+    (tx) => tx`select 1 from blocks where workchain = -1 and shard = -9223372036854775808 and seqno = ${seqno}`,
   );
   return rows.length > 0;
 }
@@ -81,7 +82,8 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
 
   return runQuery(
     signal,
-    sql<TraceRow[]>`
+    sql,
+    (tx) => tx<TraceRow[]>`
       select E.trace_id, E.external_hash, E.mc_seqno_start, E.mc_seqno_end, E.start_lt, E.start_utime, E.end_lt,
         E.end_utime, E.state, E.edges_, E.nodes_, E.pending_edges_, E.classification_state
       from traces E
@@ -96,7 +98,8 @@ export async function selectTraceTransactions(sql: Sql, signal: AbortSignal, tra
   if (traceIds.length === 0) return [];
   const rows = await runQuery(
     signal,
-    sql<TransactionRow[]>`
+    sql,
+    (tx) => tx<TransactionRow[]>`
       ${selectTransactionRows(sql)}
       where T.trace_id = any(${traceIds as string[]}::text[]::tonhash[])
       order by T.trace_id, T.lt, T.account`,

@@ -45,7 +45,8 @@ export async function selectTransactionsByHash(sql: Sql, signal: AbortSignal, ha
   if (hashes.length === 0) return [];
   const rows = await runQuery(
     signal,
-    sql<TransactionRow[]>`${selectTransactionRows(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
+    sql,
+    (tx) => tx<TransactionRow[]>`${selectTransactionRows(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
   );
   return completeTransactions(sql, signal, rows);
 }
@@ -62,7 +63,8 @@ export async function selectAdjacentTransactions(
 ): Promise<Transaction[]> {
   const rows = await runQuery(
     signal,
-    sql<TransactionRow[]>`
+    sql,
+    (tx) => tx<TransactionRow[]>`
       ${selectTransactionRows(sql)}
       where (T.hash, T.lt) in (
         select M2.tx_hash, M2.tx_lt
@@ -86,7 +88,8 @@ export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: 
       ? Promise.resolve([] as AccountStateRow[])
       : runQuery(
           signal,
-          sql<AccountStateRow[]>`
+          sql,
+          (tx) => tx<AccountStateRow[]>`
             select S.hash, S.balance, S.balance_extra_currencies, S.account_status, S.frozen_hash, S.data_hash, S.code_hash
             from account_states S
             where S.hash = any(${stateHashes}::text[]::tonhash[])`,
@@ -111,7 +114,8 @@ export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: 
 export function selectMessageRows(sql: Sql, signal: AbortSignal, txHashes: readonly string[]): Promise<readonly MessageRow[]> {
   return runQuery(
     signal,
-    sql<MessageRow[]>`
+    sql,
+    (tx) => tx<MessageRow[]>`
       select M.tx_hash, M.msg_hash, M.msg_hash_norm, M.direction, M.source, M.destination, M.value,
         M.value_extra_currencies, M.fwd_fee, M.ihr_fee, M.extra_flags::text as extra_flags, M.created_lt, M.created_at,
         M.opcode, M.ihr_disabled, M.bounce, M.bounced, M.import_fee, M.body_hash, B.body, M.init_state_hash,

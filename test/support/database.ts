@@ -1,7 +1,8 @@
 import postgres from "postgres";
 import { randomBytes } from "node:crypto";
 import { readSchema, startEmbeddedDatabase } from "../../src/embedded/pglite.ts";
-import { redactUrl, type Sql } from "../../src/db/client.ts";
+import { loadConfig } from "../../src/config.ts";
+import { databaseOptions, openDatabase, redactUrl, type Sql } from "../../src/db/client.ts";
 
 /**
  * A fresh index database for one test file: a new database on the real PostgreSQL server when one is
@@ -13,6 +14,8 @@ export interface TestDatabase {
   url: string;
   /** A writable connection for loading rows; the service under test connects read-only. */
   admin: Sql;
+  /** The service's own prepared-statement pool on this database, for calling data access directly. */
+  reader: Sql;
   drop(): Promise<void>;
 }
 
@@ -45,10 +48,20 @@ export function testEngine(): Promise<TestDatabase["engine"]> {
 }
 
 export async function createTestDatabase(): Promise<TestDatabase> {
-  return (await testEngine()) === "postgresql" ? createOnServer() : createOnPglite();
+  const engine = await testEngine();
+  const database = engine === "postgresql" ? await createOnServer() : await createOnPglite();
+  const service = openDatabase(databaseOptions(loadConfig({}), database.url, { sharedSession: engine === "pglite" }));
+  return {
+    ...database,
+    reader: service.sql,
+    async drop() {
+      await service.end();
+      await database.drop();
+    },
+  };
 }
 
-async function createOnServer(): Promise<TestDatabase> {
+async function createOnServer(): Promise<Omit<TestDatabase, "reader">> {
   const name = `tonquery_test_${process.pid}_${randomBytes(4).toString("hex")}`;
   const server = postgres(serverUrl, { max: 1, ...quiet });
   await server.unsafe(`create database ${name}`);
@@ -68,7 +81,7 @@ async function createOnServer(): Promise<TestDatabase> {
   };
 }
 
-async function createOnPglite(): Promise<TestDatabase> {
+async function createOnPglite(): Promise<Omit<TestDatabase, "reader">> {
   const embedded = await startEmbeddedDatabase(16);
   const admin = postgres(embedded.url, { max: 1, ...quiet });
   return {

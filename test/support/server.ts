@@ -2,7 +2,8 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { loadConfig, type Config } from "../../src/config.ts";
-import { openDatabase, type Database, type Sql } from "../../src/db/client.ts";
+import { databaseOptions, openDatabase, type Database, type Sql } from "../../src/db/client.ts";
+import { testEngine } from "./database.ts";
 import { createServer, type Server } from "../../src/server.ts";
 
 export type RpcProtocol = "connect" | "grpc" | "grpc-web";
@@ -24,7 +25,7 @@ export interface TestServer {
 /** The real server, listening on a free loopback port, reading `databaseUrl` as the service does. */
 export async function startTestServer(databaseUrl: string, env: Record<string, string> = {}): Promise<TestServer> {
   const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ...env });
-  const db = openDatabase({ url: databaseUrl, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs });
+  const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: (await testEngine()) === "pglite" }));
   const server = createServer({ db, config });
   const address = await server.listen(0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${address.port}`;
