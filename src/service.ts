@@ -34,15 +34,15 @@ export function createTonQueryService(deps: ServiceDeps) {
   const admitted = <Response, Out>(
     context: HandlerContext,
     weight: number,
-    handle: (slots: HeldSlots) => Promise<Response>,
+    handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
     finish: Finish<Response, Out> | undefined,
   ): Promise<Out> => {
-    const { signal, done } = requestSignal(context, config.requestTimeoutMs);
+    const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
     const work = async (slots: HeldSlots) => {
-      const response = await handle(slots);
+      const response = await handle(bounded, slots);
       return finish ? finish(response) : (response as unknown as Out);
     };
-    return admission.run(signal, weight, work).finally(done);
+    return admission.run(bounded.signal, weight, work).finally(done);
   };
 
   const rpcMethods = {
@@ -50,40 +50,43 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetMasterchainInfoRequest,
       context: HandlerContext,
       finish?: Finish<GetMasterchainInfoResponse, Out>,
-    ) => admitted(context, 0, () => getMasterchainInfo(deps, request, context), finish),
+    ) => admitted(context, 0, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
     getAdjacentTransactions: <Out = GetAdjacentTransactionsResponse>(
       request: GetAdjacentTransactionsRequest,
       context: HandlerContext,
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
-    ) => admitted(context, 0, () => getAdjacentTransactions(deps, request, context), finish),
+    ) => admitted(context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
-      admitted(context, tracesWeight(request), (slots) => getTraces(deps, request, context, slots), finish),
+      admitted(context, tracesWeight(request), (bounded, slots) => getTraces(deps, request, bounded, slots), finish),
     getBlockTransactionsExt: <Out = GetBlockTransactionsExtResponse>(
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
-    ) => admitted(context, transactionsWeight(request.count ?? defaultCount), () => getBlockTransactionsExt(deps, request, context), finish),
+    ) => admitted(context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
   } satisfies ServiceImpl<typeof TonQueryService>;
   return {
     ...rpcMethods,
     /** getTraces for a door that consumes the page chunk by chunk (the REST door's JSON). */
     streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>) =>
-      admitted<T, T>(context, tracesWeight(request), (slots) => streamTraces(deps, request, context, sink, slots), undefined),
+      admitted<T, T>(context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, sink, slots), undefined),
   };
 }
 
 /**
- * The request's signal, bounded by the server's own deadline when the client sent none (gRPC and Connect
- * clients may omit it): no request waits for admission, or for its answer, without end.
+ * The request's context, its signal bounded by the server's own deadline when the client sent none (gRPC and
+ * Connect clients may omit it): no request waits for admission, for a connection or for its answer without end,
+ * and none starts a statement after that deadline.
  */
-function requestSignal(context: HandlerContext, timeoutMs: number): { signal: AbortSignal; done: () => void } {
-  if (context.timeoutMs() !== undefined) return { signal: context.signal, done: () => {} };
+function withServerDeadline(context: HandlerContext, timeoutMs: number): { bounded: HandlerContext; done: () => void } {
+  if (context.timeoutMs() !== undefined) return { bounded: context, done: () => {} };
   const deadline = new AbortController();
+  const ends = Date.now() + timeoutMs;
   const timer = setTimeout(
     () => deadline.abort(new ConnectError(`the request took longer than the server's deadline of ${timeoutMs} ms`, Code.DeadlineExceeded)),
     timeoutMs,
   );
-  return { signal: AbortSignal.any([context.signal, deadline.signal]), done: () => clearTimeout(timer) };
+  const bounded: HandlerContext = { ...context, signal: AbortSignal.any([context.signal, deadline.signal]), timeoutMs: () => ends - Date.now() };
+  return { bounded, done: () => clearTimeout(timer) };
 }
 
 export type TonQueryServiceImpl = ReturnType<typeof createTonQueryService>;
