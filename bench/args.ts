@@ -15,8 +15,15 @@ export interface BenchOptions {
   maxRunMs: number;
   concurrency: number[];
   protocols: Protocol[];
-  /** Substrings or globs (`*`) of case ids; empty = every case. */
+  /** Substrings or globs (`*`) of case and mixed-scenario ids; empty = every case and scenario. */
   cases: string[];
+  /** Mixed scenario: clients looping heavy pages, clients per probe kind and the least time between a probe client's
+   * requests, its own warm-up and measured time. */
+  mixedHeavyClients: number;
+  mixedProbeClients: number;
+  mixedProbeIntervalMs: number;
+  mixedWarmupMs: number;
+  mixedDurationMs: number;
   /** "raw": requests pre-encoded once, responses read as bytes (status checked, first one decoded); "sdk": @connectrpc clients. */
   client: "raw" | "sdk";
   /** Measure the SQL floor (off: only the server is measured). */
@@ -33,7 +40,8 @@ export interface BenchOptions {
 const help = `npm run bench -- [options]
 
 Measures every case over each protocol and concurrency, the SQL floor of the same statements, EXPLAIN plans and
-the server's peak RSS; writes bench/results/<timestamp>.json and bench/results/latest.md.
+the server's peak RSS, then the mixed-load scenarios (cheap probes measured while heavy pages run); writes
+bench/results/<timestamp>.json and bench/results/latest.md.
 
   --database-url URL      index database (default: $DATABASE_URL or postgres://postgres@127.0.0.1:5432/tonquery_bench)
   --duration-ms N         measured time per (case, protocol, concurrency) run (default 2500)
@@ -43,7 +51,17 @@ the server's peak RSS; writes bench/results/<timestamp>.json and bench/results/l
                           count as slower than that (default 20000)
   --concurrency 1,16,64   requests in flight (default 1,16,64)
   --protocols LIST        rest,connect,grpc[,grpc-web] (default rest,connect,grpc)
-  --cases LIST            case ids (exact), parts of them, or globs with * (default: all); --list prints them
+  --cases LIST            case ids (exact), parts of them, or globs with * (default: all); --list prints them.
+                          The mixed-load scenarios are selected the same way: --cases mixed runs only them
+                          (mixed.rest: heavy pages over REST, mixed.grpc: over gRPC, each if in --protocols)
+  --mixed-heavy-clients N clients looping hot-account pages of 1000 traces in a mixed scenario (default 6;
+                          0 measures the probes alone)
+  --mixed-probe-clients N clients looping each probe (REST masterchainInfo, one trace by tx_hash) (default 2)
+  --mixed-probe-interval-ms N  a probe client sends at most one request per N ms, so that the probes stay light;
+                          a slower answer is followed at once by the next request (default 50)
+  --mixed-warmup-ms N     mixed scenario: heavy load and probes run unmeasured first (default 3000)
+  --mixed-duration-ms N   mixed scenario: measured time; requests in flight at its end are waited for up to
+                          --max-run-ms (default 20000)
   --client raw|sdk        raw (default): pre-encoded requests, bytes read; sdk: @connectrpc clients (decode cost included)
   --no-floor              skip the SQL floor
   --no-explain            skip EXPLAIN
@@ -77,6 +95,11 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       concurrency: { type: "string" },
       protocols: { type: "string" },
       cases: { type: "string" },
+      "mixed-heavy-clients": { type: "string" },
+      "mixed-probe-clients": { type: "string" },
+      "mixed-probe-interval-ms": { type: "string" },
+      "mixed-warmup-ms": { type: "string" },
+      "mixed-duration-ms": { type: "string" },
       client: { type: "string" },
       "no-floor": { type: "boolean" },
       "no-explain": { type: "boolean" },
@@ -112,6 +135,11 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     concurrency: numberList(values.concurrency ?? "1,16,64", "--concurrency"),
     protocols: protocols as Protocol[],
     cases: (values.cases ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""),
+    mixedHeavyClients: wholeNumber(values["mixed-heavy-clients"] ?? "6", "--mixed-heavy-clients"),
+    mixedProbeClients: wholeNumber(values["mixed-probe-clients"] ?? "2", "--mixed-probe-clients"),
+    mixedProbeIntervalMs: wholeNumber(values["mixed-probe-interval-ms"] ?? "50", "--mixed-probe-interval-ms"),
+    mixedWarmupMs: wholeNumber(values["mixed-warmup-ms"] ?? "3000", "--mixed-warmup-ms"),
+    mixedDurationMs: wholeNumber(values["mixed-duration-ms"] ?? "20000", "--mixed-duration-ms"),
     client,
     floor: !values["no-floor"],
     explain: !values["no-explain"],

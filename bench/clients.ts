@@ -16,16 +16,48 @@ import type { Protocol } from "./args.ts";
 import { type BenchCase, inputSchema, outputSchema } from "./cases.ts";
 import { summarize, type ResponseSummary } from "./capture.ts";
 
-/** An answer past the server's own deadline (HTTP 504, gRPC DEADLINE_EXCEEDED): load shed by design, not a fault. */
-export class DeadlineExceeded extends Error {}
+/** A request the server answered with a failure; `status` is the HTTP status ("504") or the gRPC code ("DEADLINE_EXCEEDED"). */
+export class RequestFailed extends Error {
+  readonly status: string;
+  constructor(message: string, status: string) {
+    super(message);
+    this.status = status;
+  }
+}
 
-function failure(message: string, deadline: boolean): Error {
-  return deadline ? new DeadlineExceeded(message) : new Error(message);
+/** An answer past the server's own deadline (HTTP 504, gRPC DEADLINE_EXCEEDED): load shed by design, not a fault. */
+export class DeadlineExceeded extends RequestFailed {}
+
+function failure(message: string, status: string, deadline: boolean): Error {
+  return deadline ? new DeadlineExceeded(message, status) : new RequestFailed(message, status);
+}
+
+/** The canonical gRPC name of a status code (4 → DEADLINE_EXCEEDED), as the gRPC specification spells it. */
+function grpcCodeName(code: number): string {
+  const name = Code[code] as string | undefined;
+  return name === undefined ? `grpc-status ${code}` : name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
+}
+
+/** The failure of a gRPC or gRPC-web answer whose grpc-status (digits) is not 0, or of one without a status. */
+function grpcFailure(protocol: string, grpcStatus: string): Error {
+  const status = /^\d+$/.test(grpcStatus) ? grpcCodeName(Number(grpcStatus)) : grpcStatus;
+  return failure(`${protocol} ${status}`, status, grpcStatus === "4");
 }
 
 /** Whether a failed request was answered with the server's deadline error, by a raw client or an SDK one. */
 export function isDeadlineExceeded(err: unknown): boolean {
   return err instanceof DeadlineExceeded || (err instanceof ConnectError && err.code === Code.DeadlineExceeded);
+}
+
+/**
+ * What a failed request is counted under: the status it was answered with (HTTP status, gRPC code name), or the
+ * error code of a request that got no answer (ECONNRESET).
+ */
+export function failureStatus(err: unknown): string {
+  if (err instanceof RequestFailed) return err.status;
+  if (err instanceof ConnectError) return grpcCodeName(err.code);
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" ? code : "no answer";
 }
 import type { Send } from "./load.ts";
 
@@ -108,7 +140,7 @@ class RestClient implements ProtocolClient {
     const request: Http1Request = { method: "GET", path: c.restPath, headers: {} };
     const call = async (keep: boolean, signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, keep, signal);
-      if (res.status !== 200) throw failure(`REST ${res.status}`, res.status === 504);
+      if (res.status !== 200) throw failure(`REST ${res.status}`, String(res.status), res.status === 504);
       return res;
     };
     const send: Send = async (signal) => (await call(false, signal)).bytes;
@@ -135,7 +167,7 @@ class RawConnectClient implements ProtocolClient {
     const request: Http1Request = { method: "POST", path: rpcPath(c), headers, body };
     const call = async (keep: boolean, signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, keep, signal);
-      if (res.status !== 200) throw failure(`Connect ${res.status}`, res.status === 504);
+      if (res.status !== 200) throw failure(`Connect ${res.status}`, String(res.status), res.status === 504);
       return res;
     };
     const send: Send = async (signal) => (await call(false, signal)).bytes;
@@ -164,7 +196,8 @@ class RawGrpcWebClient implements ProtocolClient {
       const res = await http1(this.agent, this.port, request, true, signal);
       const { messages, trailer } = unframe(res.body ?? Buffer.alloc(0));
       const status = /grpc-status:\s*(\d+)/i.exec(trailer)?.[1] ?? String(res.headers["grpc-status"] ?? "");
-      if (res.status !== 200 || status !== "0") throw failure(`gRPC-web ${res.status} grpc-status ${status}`, status === "4");
+      if (res.status !== 200) throw failure(`gRPC-web HTTP ${res.status}`, `HTTP ${res.status}`, false);
+      if (status !== "0") throw grpcFailure("gRPC-web", status || "no grpc-status");
       return { bytes: res.bytes, message: messages[0] };
     };
     const send: Send = async (signal) => (await call(signal)).bytes;
@@ -197,11 +230,11 @@ class RawGrpcClient implements ProtocolClient {
         let status: string | undefined;
         const chunks: Buffer[] = [];
         stream.on("response", (headers) => {
-          if (headers[":status"] !== 200) status = `http ${headers[":status"]}`;
+          if (headers[":status"] !== 200) status = `HTTP ${headers[":status"]}`;
           else if (headers["grpc-status"] !== undefined) status = String(headers["grpc-status"]);
         });
         stream.on("trailers", (trailers) => {
-          status ??= String(trailers["grpc-status"] ?? "missing");
+          status ??= String(trailers["grpc-status"] ?? "no grpc-status");
         });
         stream.on("data", (chunk: Buffer) => {
           bytes += chunk.length;
@@ -210,7 +243,7 @@ class RawGrpcClient implements ProtocolClient {
         stream.on("error", reject);
         stream.on("close", () => {
           if (status === "0") resolve({ bytes, body: keep ? Buffer.concat(chunks) : undefined });
-          else reject(failure(`gRPC status ${status ?? `stream closed (${stream.rstCode})`}`, status === "4"));
+          else reject(grpcFailure("gRPC", status ?? `stream reset ${stream.rstCode}`));
         });
         stream.end(body);
       });

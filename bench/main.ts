@@ -12,9 +12,21 @@ import { captureCase, createRecorder, replay, type Capture } from "./capture.ts"
 import { createProtocolClient } from "./clients.ts";
 import { Explainer, type StatementPlans } from "./explain.ts";
 import { runLoad } from "./load.ts";
-import { benchCpuMs, postgresCpu, postgresCpuDeltaMs, startServer, type ServerProcess } from "./monitor.ts";
+import { buildMixedScenarios, describeMixedScenario, runMixedScenario } from "./mixed.ts";
+import { cpuMeter, startServer, type ServerProcess } from "./monitor.ts";
 import type { Send } from "./load.ts";
-import { evaluateTargets, markdown, shortenParameters, targetsText, type BenchResult, type CaseResult, type RunProtocol, type RunResult } from "./report.ts";
+import {
+  evaluateTargets,
+  markdown,
+  mixedText,
+  shortenParameters,
+  targetsText,
+  type BenchResult,
+  type CaseResult,
+  type MixedLoadResult,
+  type RunProtocol,
+  type RunResult,
+} from "./report.ts";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : "—");
@@ -36,9 +48,7 @@ async function measure(
   floorP50: number | undefined,
 ): Promise<RunResult> {
   const { server } = probes;
-  let before = { server: 0, postgres: new Map<string, number>(), bench: 0 };
-  let after = before;
-  const read = () => ({ server: server?.cpuMs() ?? 0, postgres: postgresCpu(), bench: benchCpuMs() });
+  const meter = cpuMeter(server);
   const { stats, aborted } = await runLoad(send, {
     concurrency: label.concurrency,
     warmupMs: options.warmupMs,
@@ -48,19 +58,18 @@ async function measure(
     onMeasured: (phase) => {
       if (phase === "start") {
         server?.takePeakRssMb();
-        before = read();
+        meter.start();
       } else {
-        after = read();
+        meter.stop();
       }
     },
   });
-  // Only the backends connected to the bench's database count (other databases on the same server are not ours).
-  const pgMs = postgresCpuDeltaMs(before.postgres, after.postgres, new Set(await probes.backends()));
+  const spent = meter.spentMs(new Set(await probes.backends()));
   const per = (ms: number) => (stats.n > 0 ? ms / stats.n : Number.NaN);
   const result: RunResult = {
     ...label,
     stats,
-    cpuPerRequestMs: { server: per(after.server - before.server), postgres: per(pgMs), bench: per(after.bench - before.bench) },
+    cpuPerRequestMs: { server: per(spent.server), postgres: per(spent.postgres), bench: per(spent.bench) },
     peakRssMb: label.protocol === "floor" ? undefined : server?.takePeakRssMb(),
   };
   // Aborted requests may still keep the server and PostgreSQL busy: let them finish before the next run.
@@ -89,21 +98,26 @@ async function main(): Promise<number> {
   const dataset = await readDataset(admin);
   await admin.end({ timeout: 5 });
   const allCases = buildCases(dataset);
-  const allIds = allCases.map((c) => c.id);
+  const allScenarios = buildMixedScenarios(allCases);
+  const allIds = [...allCases.map((c) => c.id), ...allScenarios.map((s) => s.id)];
   const cases = allCases.filter((c) => caseSelected(c.id, options.cases, allIds));
+  const scenarios = allScenarios.filter((s) => caseSelected(s.id, options.cases, allIds) && options.protocols.includes(s.heavyProtocol));
   log(
     `${dataset.transactions.toLocaleString("en-US")} transactions, ${dataset.traces.toLocaleString("en-US")} traces; hot account ${dataset.hot?.transactions ?? 0} tx, cold ${dataset.cold?.transactions ?? 0} tx, tiny ${dataset.tiny?.transactions ?? 0} tx`,
   );
   if (options.list) {
     for (const c of allCases) log(`${caseSelected(c.id, options.cases, allIds) ? "*" : " "} ${c.id.padEnd(26)} ${c.title}\n    ${c.restPath}`);
+    for (const s of allScenarios) log(`${scenarios.includes(s) ? "*" : " "} ${s.id.padEnd(26)} ${describeMixedScenario(s, options)}`);
     return 0;
   }
-  if (cases.length === 0) throw new Error(`no case matches --cases ${options.cases.join(",")} (see --list)`);
+  if (cases.length === 0 && scenarios.length === 0) throw new Error(`no case matches --cases ${options.cases.join(",")} (see --list)`);
 
   const config = loadConfig({ ...options.serverEnv, DATABASE_URL: options.databaseUrl, HOST: "127.0.0.1", PORT: "0" });
   const runsPerCase = options.concurrency.length * (options.protocols.length + (options.floor ? 1 : 0));
-  const estimateS = (cases.length * runsPerCase * (options.warmupMs + options.durationMs)) / 1000;
-  log(`${cases.length} cases × ${runsPerCase} runs, about ${Math.ceil(estimateS / 60)} min of load (plus capture, EXPLAIN and draining)`);
+  const estimateS = (cases.length * runsPerCase * (options.warmupMs + options.durationMs) + scenarios.length * (options.mixedWarmupMs + options.mixedDurationMs)) / 1000;
+  log(
+    `${cases.length} cases × ${runsPerCase} runs and ${scenarios.length} mixed-load scenarios, about ${Math.ceil(estimateS / 60)} min of load (plus capture, EXPLAIN and draining)`,
+  );
 
   // 1. The handlers' statements, recorded in-process.
   log("capturing the statements of each case …");
@@ -160,8 +174,20 @@ async function main(): Promise<number> {
     },
   };
 
+  /** If the server died during the run just ended, records the crash and starts a new one. */
+  const restartIfDied = async (run: { case: string; protocol: RunProtocol; concurrency: number }) => {
+    const exit = server.exit();
+    if (exit === undefined) return;
+    const peak = server.lifetimePeakRssMb();
+    log(`  SERVER DIED during ${run.case} ${run.protocol} c=${run.concurrency} (code ${exit.code}, signal ${exit.signal}, last sampled RSS peak ${peak.toFixed(0)} MB); restarting`);
+    crashes.push({ ...run, code: exit.code, signal: exit.signal, peakRssMb: peak });
+    endedPeakMb = Math.max(endedPeakMb, peak);
+    server = await start();
+  };
+
   const caseResults: CaseResult[] = [];
   const runs: RunResult[] = [];
+  const mixed: MixedLoadResult[] = [];
   let sampledPeak = 0;
   try {
     for (const c of cases) {
@@ -195,14 +221,7 @@ async function main(): Promise<number> {
           } finally {
             await client.close();
           }
-          const exit = server.exit();
-          if (exit !== undefined) {
-            const peak = server.lifetimePeakRssMb();
-            log(`  SERVER DIED during ${c.id} ${protocol} c=${concurrency} (code ${exit.code}, signal ${exit.signal}, last sampled RSS peak ${peak.toFixed(0)} MB); restarting`);
-            crashes.push({ case: c.id, protocol, concurrency, code: exit.code, signal: exit.signal, peakRssMb: peak });
-            endedPeakMb = Math.max(endedPeakMb, peak);
-            server = await start();
-          }
+          await restartIfDied({ case: c.id, protocol, concurrency });
         }
       }
       const casePlans = plans.get(c.id);
@@ -218,6 +237,14 @@ async function main(): Promise<number> {
         checks,
       });
     }
+    for (const s of scenarios) {
+      log(`${s.id}: ${describeMixedScenario(s, options)}; ${options.mixedWarmupMs} ms warm-up, ${options.mixedDurationMs} ms measured`);
+      const r = await runMixedScenario(s, options, server, probes);
+      log(mixedText(r));
+      sampledPeak = Math.max(sampledPeak, Number.isFinite(r.peakRssMb) ? r.peakRssMb : 0);
+      mixed.push(r);
+      await restartIfDied({ case: s.id, protocol: s.heavyProtocol, concurrency: options.mixedHeavyClients });
+    }
   } finally {
     await floorDb.end();
     await monitorSql.end({ timeout: 5 });
@@ -226,7 +253,7 @@ async function main(): Promise<number> {
   await server.stop();
   const peakRssMb = Math.max(memory.hwmMb, endedPeakMb);
 
-  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes);
+  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes, mixed);
   const finishedAt = new Date();
   const cpus = os.cpus();
   const { databaseUrl, ...rest } = options;
@@ -240,6 +267,7 @@ async function main(): Promise<number> {
     server: { pid: server.pid, poolSize: server.poolSize, peakRssMb, finalRssMb: memory.rssMb, sampledPeakRssMb: sampledPeak, crashes },
     cases: caseResults,
     runs,
+    mixed,
     targets,
   };
   const outDir = resolve(options.outDir);

@@ -77,6 +77,33 @@ export function benchCpuMs(): number {
   return (u.user + u.system) / 1000;
 }
 
+export interface CpuSpentMs {
+  server: number;
+  postgres: number;
+  bench: number;
+}
+
+/**
+ * CPU spent between start() and stop() by the server process, by the given PostgreSQL backends (those connected to
+ * the bench's database: other databases on the same PostgreSQL are not ours) and by the bench process.
+ */
+export function cpuMeter(server: ServerProcess | undefined) {
+  const read = () => ({ server: server?.cpuMs() ?? 0, postgres: postgresCpu(), bench: benchCpuMs() });
+  let before = { server: 0, postgres: new Map<string, number>(), bench: 0 };
+  let after = before;
+  return {
+    start() {
+      before = read();
+    },
+    stop() {
+      after = read();
+    },
+    spentMs(backends: ReadonlySet<string>): CpuSpentMs {
+      return { server: after.server - before.server, postgres: postgresCpuDeltaMs(before.postgres, after.postgres, backends), bench: after.bench - before.bench };
+    },
+  };
+}
+
 /** The Node flags of `npm start` (package.json), so that the bench measures the service as it is run. */
 export function serviceNodeFlags(): string[] {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };

@@ -19,6 +19,31 @@ export interface RunResult {
   peakRssMb?: number;
 }
 
+/** One kind of request of a mixed-load scenario: the heavy clients' pages, or one probe. */
+export interface MixedLoadRequests {
+  role: "heavy" | "probe";
+  case: string;
+  restPath: string;
+  protocol: Protocol;
+  /** Closed-loop clients sending it. */
+  clients: number;
+  stats: LatencyStats;
+}
+
+export interface MixedLoadResult {
+  /** mixed.rest, mixed.grpc (the protocol of the heavy clients). */
+  scenario: string;
+  warmupMs: number;
+  durationMs: number;
+  /** How long requests in flight at the end of the measured time were waited for; those aborted then show as "> drainMs". */
+  drainMs: number;
+  /** The heavy pages first, then each probe. */
+  requests: MixedLoadRequests[];
+  /** CPU over the measured time in cores: the server process, the PostgreSQL backends of the bench's database. */
+  cpuCores: { server: number; postgres: number };
+  peakRssMb: number;
+}
+
 export interface CaseResult {
   id: string;
   title: string;
@@ -59,6 +84,7 @@ export interface BenchResult {
   };
   cases: CaseResult[];
   runs: RunResult[];
+  mixed: MixedLoadResult[];
   targets: Target[];
 }
 
@@ -69,10 +95,35 @@ export const targetsSpec = {
   limit100P50Ms: 100,
   limit100Transactions: 2_000_000,
   rssMb: 300,
+  /** p99 of every probe of a mixed-load scenario, at the default 6 heavy clients. */
+  mixedProbeP99Ms: 100,
 };
 
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : "—");
 const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)) : "—");
+
+/** Latency for the tables: an aborted request (+∞) shows as slower than the bound it was aborted at. */
+const latency = (v: number, boundMs: number) => (v === Number.POSITIVE_INFINITY ? `> ${boundMs}` : ms(v));
+
+/** Failed requests by status, then the aborted ones: "504 × 3, DEADLINE_EXCEEDED × 1, aborted × 2", or "none". */
+export function failuresText(stats: LatencyStats): string {
+  const parts = Object.entries(stats.failuresByStatus ?? {}).map(([status, n]) => `${status} × ${n}`);
+  if (stats.censored > 0) parts.push(`aborted × ${stats.censored}`);
+  return parts.length === 0 ? "none" : parts.join(", ");
+}
+
+const failedCount = (stats: LatencyStats) => stats.errors + stats.deadlineExceeded + stats.censored;
+
+/** The console lines of a mixed-load scenario's result. */
+export function mixedText(r: MixedLoadResult): string {
+  const lat = (v: number) => latency(v, r.drainMs).padStart(7);
+  const lines = r.requests.map(
+    (q) =>
+      `  ${q.role.padEnd(5)} ${q.case.padEnd(24)} ${q.protocol.padEnd(5)} c=${String(q.clients).padEnd(3)} n=${String(q.stats.n).padEnd(6)} p50 ${lat(q.stats.p50)} ms  p99 ${lat(q.stats.p99)} ms  max ${lat(q.stats.max)} ms  failed: ${failuresText(q.stats)}`,
+  );
+  lines.push(`  CPU over the measured time: server ${fmt(r.cpuCores.server, 2)} cores, PostgreSQL ${fmt(r.cpuCores.postgres, 2)} cores; peak RSS ${fmt(r.peakRssMb, 0)} MB`);
+  return lines.join("\n");
+}
 
 function find(runs: readonly RunResult[], caseId: string, protocol: RunProtocol, concurrency: number): RunResult | undefined {
   return runs.find((r) => r.case === caseId && r.protocol === protocol && r.concurrency === concurrency);
@@ -84,6 +135,7 @@ export function evaluateTargets(
   dataset: DatasetFacts,
   peakRssMb: number,
   crashes: BenchResult["server"]["crashes"],
+  mixed: readonly MixedLoadResult[],
 ): Target[] {
   const targets: Target[] = [];
   const serverRuns = runs.filter((r) => r.protocol !== "floor");
@@ -171,6 +223,28 @@ export function evaluateTargets(
     detail: `peak ${fmt(peakRssMb, 0)} MB (VmHWM of the server process over the whole bench)${worstRss ? `; highest in a run: ${fmt(worstRss.peakRssMb ?? Number.NaN, 0)} MB in ${worstRss.case} ${worstRss.protocol} c=${worstRss.concurrency}` : ""}`,
     failures: [],
   });
+
+  if (mixed.length > 0) {
+    const requests = mixed.flatMap((m) => m.requests.map((q) => ({ scenario: m.scenario, drainMs: m.drainMs, ...q })));
+    const probes = requests.filter((q) => q.role === "probe");
+    const heavy = requests.filter((q) => q.role === "heavy");
+    const worst = probes.reduce<(typeof probes)[number] | undefined>((w, q) => (w === undefined || !(q.stats.p99 <= w.stats.p99) ? q : w), undefined);
+    const slowOrFailed = probes.filter((q) => !(q.stats.p99 < targetsSpec.mixedProbeP99Ms) || failedCount(q.stats) > 0);
+    targets.push({
+      name: `mixed load: every probe p99 < ${targetsSpec.mixedProbeP99Ms} ms and none failed, while ${[...new Set(heavy.map((q) => q.clients))].join(", ")} heavy clients page`,
+      pass: slowOrFailed.length === 0,
+      detail: worst === undefined ? "no probe" : `worst p99 ${latency(worst.stats.p99, worst.drainMs)} ms (${worst.scenario} ${worst.case})`,
+      failures: slowOrFailed.map(
+        (q) => `${q.scenario} ${q.case}: p99 ${latency(q.stats.p99, q.drainMs)} ms, max ${latency(q.stats.max, q.drainMs)} ms, n=${q.stats.n}, failed: ${failuresText(q.stats)}`,
+      ),
+    });
+    targets.push({
+      name: "mixed load: every heavy page answered (none shed at the deadline, none failed)",
+      pass: heavy.every((q) => failedCount(q.stats) === 0),
+      detail: heavy.map((q) => `${q.scenario}: ${q.stats.n} pages, p50 ${latency(q.stats.p50, q.drainMs)} ms`).join("; "),
+      failures: heavy.filter((q) => failedCount(q.stats) > 0).map((q) => `${q.scenario} ${q.case}: ${q.stats.n} answered, failed: ${failuresText(q.stats)}`),
+    });
+  }
 
   if (crashes.length > 0) {
     targets.push({
@@ -271,7 +345,7 @@ export function markdown(result: BenchResult): string {
     for (const r of result.runs.filter((r) => r.case === c.id && r.protocol !== "floor")) {
       const floor = find(result.runs, r.case, "floor", r.concurrency);
       const ratio = floor ? r.stats.p50 / floor.stats.p50 : Number.NaN;
-      const lat = (v: number) => (v === Number.POSITIVE_INFINITY ? `> ${result.options.maxRunMs}` : ms(v));
+      const lat = (v: number) => latency(v, result.options.maxRunMs);
       const rps = (v: number) => fmt(v, v < 10 ? 1 : 0);
       const shedCount = r.stats.deadlineExceeded ?? 0;
       const failed = `${r.stats.errors}${shedCount > 0 ? ` (+${shedCount} 504)` : ""}${r.stats.censored > 0 ? ` (+${r.stats.censored} aborted)` : ""}`;
@@ -279,6 +353,32 @@ export function markdown(result: BenchResult): string {
         `| ${c.id} | ${r.protocol} | ${r.concurrency} | ${lat(r.stats.p50)} | ${lat(r.stats.p99)} | ${rps(r.stats.rps)} | ${floor ? lat(floor.stats.p50) : "—"} | ${floor ? rps(floor.stats.rps) : "—"} | ${fmt(ratio, 2)} | ${fmt(r.cpuPerRequestMs.server, 2)} | ${fmt(r.cpuPerRequestMs.postgres, 2)} | ${fmt(r.stats.bytesPerRequest / 1024, 1)} | ${fmt(r.peakRssMb ?? Number.NaN, 0)} | ${r.stats.n} | ${failed} |`,
       );
     }
+  }
+
+  if (result.mixed.length > 0) {
+    const o = result.options;
+    out.push(
+      "",
+      "## Mixed load",
+      "",
+      `Cheap probes measured while heavy pages run: ${o.mixedHeavyClients} clients loop the heavy request over the scenario's protocol while ${o.mixedProbeClients} client(s) per probe loop each probe over REST (each client starting at most one request per ${o.mixedProbeIntervalMs} ms); ${o.mixedWarmupMs} ms warm-up, then ${o.mixedDurationMs} ms measured (the requests started in it; those in flight at its end are waited for). Failed: by HTTP status or gRPC code (504 / DEADLINE_EXCEEDED: the server's deadline); aborted: unanswered ${o.maxRunMs} ms after the end (shown as "> ${o.maxRunMs}"). Target: every probe p99 < ${targetsSpec.mixedProbeP99Ms} ms with 6 heavy clients.`,
+      "",
+      "| scenario | role | request | protocol | clients | answered | p50 ms | p99 ms | max ms | req/s | failed |",
+      "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|",
+    );
+    for (const m of result.mixed) {
+      for (const q of m.requests) {
+        const lat = (v: number) => latency(v, m.drainMs);
+        out.push(
+          `| ${m.scenario} | ${q.role} | ${q.case} | ${q.protocol} | ${q.clients} | ${q.stats.n} | ${lat(q.stats.p50)} | ${lat(q.stats.p99)} | ${lat(q.stats.max)} | ${fmt(q.stats.rps, q.stats.rps < 10 ? 1 : 0)} | ${failuresText(q.stats)} |`,
+        );
+      }
+    }
+    out.push("");
+    for (const m of result.mixed) {
+      out.push(`- ${m.scenario}: server ${fmt(m.cpuCores.server, 2)} cores, PostgreSQL ${fmt(m.cpuCores.postgres, 2)} cores over the measured time; peak RSS ${fmt(m.peakRssMb, 0)} MB.`);
+    }
+    out.push("", "Requests: " + [...new Map(result.mixed.flatMap((m) => m.requests.map((q) => [q.case, q.restPath] as const))).entries()].map(([id, path]) => `${id} \`${escapeCell(path)}\``).join(", ") + ".");
   }
 
   out.push("", "## Cases", "", "| case | request | response | statements (rounds) |", "|---|---|---|---|");

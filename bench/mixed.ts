@@ -1,0 +1,95 @@
+// The mixed-load scenario: cheap requests (probes) measured while heavy pages run, which is what a user of a shared
+// service sees. --mixed-heavy-clients clients (6) loop the hot account's pages of 1000 traces (case
+// traces.hot.l1000) over REST (scenario mixed.rest) or gRPC (mixed.grpc), while --mixed-probe-clients clients (2)
+// per probe loop REST GETs of masterchainInfo and of one trace by tx hash with its actions (traces.tx_hash.actions).
+// The probes go over REST in both scenarios, as toncenter's clients send them; what changes is how the heavy pages
+// reach the server. A probe client waits --mixed-probe-interval-ms (50) between the starts of its requests: back to
+// back, a fast masterchainInfo loop would take a core of its own and measure its own load, not the heavy pages'.
+// All loops run together through a warm-up into the measured time (load.ts, runSimultaneously).
+
+import type { BenchOptions, Protocol } from "./args.ts";
+import type { BenchCase } from "./cases.ts";
+import { createProtocolClient } from "./clients.ts";
+import { runSimultaneously } from "./load.ts";
+import { cpuMeter, type ServerProcess } from "./monitor.ts";
+import type { MixedLoadRequests, MixedLoadResult } from "./report.ts";
+
+const heavyCase = "traces.hot.l1000";
+const probeCases = ["masterchainInfo", "traces.tx_hash.actions"];
+/** One scenario per protocol of the heavy clients; each runs only when its protocol is among --protocols. */
+const heavyProtocols: readonly Protocol[] = ["rest", "grpc"];
+
+export interface MixedScenario {
+  /** mixed.rest, mixed.grpc: selected with --cases like a case id. */
+  id: string;
+  heavyProtocol: Protocol;
+  heavy: BenchCase;
+  probes: BenchCase[];
+}
+
+/** The scenarios the data allows (they need a hot account and a complete trace), built from the cases. */
+export function buildMixedScenarios(cases: readonly BenchCase[]): MixedScenario[] {
+  const byId = (id: string) => cases.find((c) => c.id === id);
+  const heavy = byId(heavyCase);
+  const probes = probeCases.map(byId).filter((c) => c !== undefined);
+  if (heavy === undefined || probes.length < probeCases.length) return [];
+  return heavyProtocols.map((protocol) => ({ id: `mixed.${protocol}`, heavyProtocol: protocol, heavy, probes }));
+}
+
+export function describeMixedScenario(s: MixedScenario, options: Pick<BenchOptions, "mixedHeavyClients" | "mixedProbeClients" | "mixedProbeIntervalMs">): string {
+  const probes = s.probes.map((p) => p.id).join(" and ");
+  return `${options.mixedHeavyClients} clients loop ${s.heavy.id} over ${s.heavyProtocol} while ${options.mixedProbeClients} per probe loop ${probes} over rest, one request per ${options.mixedProbeIntervalMs} ms at most`;
+}
+
+/** What the scenario reads about the bench's database: the backends connected to it (their CPU) and when it is idle. */
+export interface DatabaseWatch {
+  backends(): Promise<string[]>;
+  databaseIdle(): Promise<void>;
+}
+
+export async function runMixedScenario(s: MixedScenario, options: BenchOptions, server: ServerProcess, database: DatabaseWatch): Promise<MixedLoadResult> {
+  const load = (role: MixedLoadRequests["role"], c: BenchCase, protocol: Protocol, clients: number, intervalMs: number) => {
+    // A connection for each client (HTTP/1.1), so that no request waits on the client's side.
+    const client = createProtocolClient(protocol, options.client, server.port, Math.max(1, clients));
+    return { role, case: c.id, restPath: c.restPath, protocol, clients, client, send: client.prepare(c).send, concurrency: clients, intervalMs };
+  };
+  const loads = [
+    load("heavy", s.heavy, s.heavyProtocol, options.mixedHeavyClients, 0),
+    ...s.probes.map((p) => load("probe", p, "rest", options.mixedProbeClients, options.mixedProbeIntervalMs)),
+  ];
+  const meter = cpuMeter(server);
+  let peakRssMb = Number.NaN;
+  try {
+    const results = await runSimultaneously(loads, {
+      warmupMs: options.mixedWarmupMs,
+      durationMs: options.mixedDurationMs,
+      drainMs: options.maxRunMs,
+      onMeasured: (phase) => {
+        if (phase === "start") {
+          server.takePeakRssMb();
+          meter.start();
+        } else {
+          meter.stop();
+          peakRssMb = server.takePeakRssMb();
+        }
+      },
+    });
+    const spent = meter.spentMs(new Set(await database.backends()));
+    // Requests aborted at the bound may still keep the server and PostgreSQL busy: let them finish first.
+    if (results.some((r) => r.aborted)) {
+      await server.waitIdle();
+      await database.databaseIdle();
+    }
+    return {
+      scenario: s.id,
+      warmupMs: options.mixedWarmupMs,
+      durationMs: options.mixedDurationMs,
+      drainMs: options.maxRunMs,
+      requests: results.map(({ role, case: id, restPath, protocol, clients, stats }) => ({ role, case: id, restPath, protocol, clients, stats })),
+      cpuCores: { server: spent.server / options.mixedDurationMs, postgres: spent.postgres / options.mixedDurationMs },
+      peakRssMb,
+    };
+  } finally {
+    await Promise.all(loads.map((l) => l.client.close()));
+  }
+}
