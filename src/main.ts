@@ -16,6 +16,7 @@ async function main(): Promise<number> {
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
   if (databaseUrl === undefined) {
+    // The pools, plus the availability probe's connection.
     embedded = await startDemoDatabase(config.poolSize + 1);
     databaseUrl = embedded.url;
   }

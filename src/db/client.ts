@@ -108,7 +108,8 @@ export function openDatabase(options: DatabaseOptions): Database {
     });
 
   const members: Pool[] = [];
-  const availability = new DatabaseAvailability((timeoutMs) => probe(options.url, timeoutMs), {
+  const health = healthProbe(options.url);
+  const availability = new DatabaseAvailability(health.probe, {
     timeoutMs: options.connectTimeoutMs,
     upIntervalMs: probeIntervalUpMs,
     downIntervalMs: probeIntervalDownMs,
@@ -139,26 +140,38 @@ export function openDatabase(options: DatabaseOptions): Database {
     availability,
     end: async () => {
       availability.stop();
-      await Promise.all(members.map((pool) => pool.live.end({ timeout: 5 })));
+      await Promise.all([...members.map((pool) => pool.live.end({ timeout: 5 })), health.close()]);
     },
   };
 }
 
-/** One round trip on a connection of its own, closed afterwards, bounded by `timeoutMs` whatever the network does. */
-async function probe(url: string, timeoutMs: number): Promise<void> {
-  const connection = postgres(url, { max: 1, connect_timeout: timeoutMs / 1000, onnotice: () => {}, connection: { application_name: "tonquery-probe" } });
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      connection`select 1`,
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    void connection.end({ timeout: 0 });
-  }
+/**
+ * The availability probe: one round trip on a connection of its own, bounded by `timeoutMs` whatever the network
+ * does. The connection is kept while it answers and replaced after a failure, since a hung one never recovers.
+ */
+function healthProbe(url: string): { probe: (timeoutMs: number) => Promise<void>; close: () => Promise<void> } {
+  const open = (timeoutMs: number) =>
+    postgres(url, { max: 1, connect_timeout: timeoutMs / 1000, idle_timeout: 0, onnotice: () => {}, connection: { application_name: "tonquery-probe" } });
+  let connection: Sql | undefined;
+  const probe = async (timeoutMs: number) => {
+    connection ??= open(timeoutMs);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        connection`select 1`,
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      void connection.end({ timeout: 0 });
+      connection = undefined;
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return { probe, close: async () => void (await connection?.end({ timeout: 1 })) };
 }
 
 const connectionErrorCodes = new Set([

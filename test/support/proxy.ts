@@ -51,7 +51,7 @@ export async function startOutageProxy(databaseUrl: string): Promise<OutageProxy
     for (const s of links) s.destroy();
   };
   await listen(0);
-  const port = (server as net.Server & { address(): net.AddressInfo }).address().port;
+  const port = (server.address() as net.AddressInfo).port;
   const proxied = new URL(databaseUrl);
   proxied.hostname = "127.0.0.1";
   proxied.port = String(port);
