@@ -45,7 +45,7 @@ export function createServer(deps: ServiceDeps): Server {
     readMaxBytes: 64 * 1024,
   });
   const withCors = corsHandler(deps.config.corsOrigin, rpc);
-  const server = createSinglePortServer(withCors);
+  const server = createSinglePortServer(withCors, deps.config);
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),
