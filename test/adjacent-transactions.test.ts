@@ -31,7 +31,7 @@ afterAll(async () => {
 describe("every recorded Transaction object", () => {
   it("comes out of the presenter as recorded, within the exception list", async () => {
     const hashes = [...recordings.transactions.keys()];
-    const loaded = await selectTransactionsByHash(db.admin, new AbortController().signal, hashes);
+    const loaded = await selectTransactionsByHash(db.reader, new AbortController().signal, hashes);
     expect(loaded).toHaveLength(hashes.length);
     for (const tx of loaded) {
       const { file, tx: recorded } = recordings.transactions.get(tx.hash) as unknown as { file: string; tx: Json };

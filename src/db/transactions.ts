@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ExtraCurrencies, Message, MessageBody, Transaction, AccountState } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { decodeTextComment } from "../ton/comment.ts";
+import { mapInSlices } from "../event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
 import { optional } from "./rows.ts";
@@ -76,6 +77,9 @@ export async function selectAdjacentTransactions(
   return completeTransactions(sql, signal, rows);
 }
 
+/** Transactions turned into objects in one turn of the event loop (see mapInSlices). */
+const transactionsPerSlice = 100;
+
 /** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
 export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {
   if (rows.length === 0) return [];
@@ -99,7 +103,7 @@ export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: 
 
   const stateByHash = new Map(states.map((s) => [s.hash, s]));
   const messagesByTx = groupMessages(messages);
-  return rows.map((row) => {
+  return mapInSlices(rows, transactionsPerSlice, (row) => {
     const own = messagesByTx.get(row.hash);
     return scanTransaction(row, {
       before: accountState(row.account_state_hash_before, stateByHash),
