@@ -159,12 +159,12 @@ export const actionTypeShortcuts: Readonly<Record<string, readonly string[]>> = 
 /** What a request that names no action types gets. */
 export const defaultActionTypes: readonly string[] = ["latest"];
 
-function isShortcut(name: string): boolean {
-  return Object.hasOwn(actionTypeShortcuts, name);
-}
+// Looked up in a Map: names come from requests, and a plain object would also answer for "constructor",
+// "__proto__", "toString", ... (a literal type by that name must stay a literal type).
+const shortcutMembers: ReadonlyMap<string, readonly string[]> = new Map(Object.entries(actionTypeShortcuts));
 
 function expandInto(name: string, out: Set<string>, expanding: Set<string>): void {
-  const members = isShortcut(name) ? actionTypeShortcuts[name] : undefined;
+  const members = shortcutMembers.get(name);
   if (members === undefined) {
     out.add(name);
     return;

@@ -13,10 +13,16 @@ export function lastValue(query: URLSearchParams, name: string): string | undefi
   return value === "" ? undefined : value;
 }
 
-const directions: Record<string, Direction> = { "": Direction.UNSPECIFIED, both: Direction.UNSPECIFIED, in: Direction.IN, out: Direction.OUT };
+// Value tables are Maps: a plain object would also answer for "constructor", "__proto__", "toString", ...
+const directions: ReadonlyMap<string, Direction> = new Map([
+  ["", Direction.UNSPECIFIED],
+  ["both", Direction.UNSPECIFIED],
+  ["in", Direction.IN],
+  ["out", Direction.OUT],
+]);
 
 export function parseDirection(value: string | undefined): Direction {
-  const direction = directions[value ?? ""];
+  const direction = directions.get(value ?? "");
   if (direction === undefined) {
     throw new ConnectError(`wrong value for direction parameter: "${value}"; use in, out or both`, Code.InvalidArgument);
   }
