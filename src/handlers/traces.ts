@@ -21,7 +21,7 @@ import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
 import { transactionAddresses } from "./adjacent-transactions.ts";
 import { assembleTraceTree } from "./trace-tree.ts";
-import { invalidParameter } from "./validation.ts";
+import { distinctValues, invalidParameter, isStorableText } from "./validation.ts";
 
 export const traceTooLargeWarning = "trace is too large";
 
@@ -61,7 +61,8 @@ export async function streamTraces<T>(
 ): Promise<T> {
   const { sql, sqlCustomPlan } = deps.db;
   const config = deps.config;
-  const filter = traceFilter(request);
+  const filter = traceFilter(request, config.maxListValues);
+  const supportedActionTypes = actionTypeNames(request.supportedActionTypes, config.maxListValues);
   const limit = request.limit ?? config.defaultLimit;
   if (limit > config.maxLimit) throw new ConnectError(`limit is not allowed: ${limit} > ${config.maxLimit}`, Code.InvalidArgument);
   if (limit < 1) throw new ConnectError(`limit is not allowed: ${limit} < 1`, Code.InvalidArgument);
@@ -77,7 +78,7 @@ export async function streamTraces<T>(
   const isLoadable = (row: TraceRow) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions);
   await slots?.resize(transactionsWeight(rows.reduce((sum, row) => sum + (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0), 0)));
 
-  const actionTypes = request.includeActions ? expandActionTypes(request.supportedActionTypes) : undefined;
+  const actionTypes = request.includeActions ? expandActionTypes(supportedActionTypes) : undefined;
   const loadChunk = async (chunkRows: readonly TraceRow[]) => {
     const loadable = chunkRows.filter(isLoadable).map((row) => row.trace_id);
     const [transactions, actions] = await Promise.all([
@@ -131,18 +132,25 @@ export async function streamTraces<T>(
   return sink.end(addressBook, metadata);
 }
 
-/** Normalises the selectors into the index's forms and checks that at most one of them is used. */
-function traceFilter(request: GetTracesRequest): TraceFilter {
+/**
+ * Normalises the selectors into the index's forms and checks that at most one of them is used; a hash list keeps
+ * each hash once, whatever forms it was given in, and holds at most `maxListValues` of them.
+ */
+function traceFilter(request: GetTracesRequest, maxListValues: number): TraceFilter {
   const selectors = [request.account !== undefined, request.traceId.length > 0, request.txHash.length > 0, request.msgHash.length > 0];
   if (selectors.filter(Boolean).length > 1) {
     throw new ConnectError("only one of account, trace_id, tx_hash, msg_hash should be specified", Code.InvalidArgument);
   }
   const hashes = (name: string, values: readonly string[]) =>
-    values.map((value, index) => {
-      const hash = parseHash(value);
-      if (hash === undefined) throw invalidParameter(name, index);
-      return hash;
-    });
+    distinctValues(
+      name,
+      values.map((value, index) => {
+        const hash = parseHash(value);
+        if (hash === undefined) throw invalidParameter(name, index);
+        return hash;
+      }),
+      maxListValues,
+    );
   let account: string | undefined;
   if (request.account !== undefined) {
     account = parseAddress(request.account);
@@ -159,6 +167,17 @@ function traceFilter(request: GetTracesRequest): TraceFilter {
     startLt: withinBigint(request.startLt),
     endLt: withinBigint(request.endLt),
   };
+}
+
+/**
+ * The action type names asked for, compared with the actions' types in the database: each must be text PostgreSQL
+ * can take (no NUL), each counts once, and there are at most `maxListValues` of them.
+ */
+function actionTypeNames(names: readonly string[], maxListValues: number): string[] {
+  names.forEach((name, index) => {
+    if (!isStorableText(name)) throw invalidParameter("supported_action_types", index);
+  });
+  return distinctValues("supported_action_types", names, maxListValues);
 }
 
 const maxBigint = 2n ** 63n - 1n;
