@@ -2,9 +2,12 @@ import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { runQuery, type Sql } from "./client.ts";
 import { completeTransactions, selectTransactionRows, type TransactionRow } from "./transactions.ts";
 
-// Trace selection as toncenter does it, with semi-joins so PostgreSQL can drive the query either from the
-// page order (traces_index_3/4) or from the filter's own index (account, tx hash, msg hash), whichever the
-// statistics say is cheaper, and never materialises an account's whole history.
+// Trace selection as toncenter does it. By account: a semi-join, so PostgreSQL can drive the query either from the
+// page order (traces_index_3/4) or from the account's transactions, whichever the statistics say is cheaper, and
+// never materialises an account's whole history. By trace ids, transaction or message hashes: the traces the
+// hashes name are found first (a materialised CTE, at most MAX_LIST_VALUES lookups, plus the traces of matching
+// normalised hashes), then read by primary key and sorted; never a walk of the traces in page order, which the
+// planner chose when it expected a list to match many traces and which read every trace when it matched none.
 
 export type TraceRow = {
   trace_id: string;
@@ -53,28 +56,41 @@ export async function masterchainBlockExists(sql: Sql, signal: AbortSignal, seqn
 /** The page of traces; its best plan depends on the filter's values, so run it on `Database.sqlCustomPlan`. */
 export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: TraceFilter, page: TracePage): Promise<TraceRow[]> {
   const hashes = (list: readonly string[]) => sql`${list as string[]}::text[]::tonhash[]`;
+  // The trace ids a hash selector names, each once (see the file's head), or undefined for the other selections.
+  let named;
+  if (filter.traceIds !== undefined && filter.traceIds.length > 0) {
+    named = sql`select distinct I.trace_id from unnest(${hashes(filter.traceIds)}) as I(trace_id)`;
+  } else if (filter.txHashes !== undefined && filter.txHashes.length > 0) {
+    named = sql`select distinct T.trace_id from transactions T where T.hash = any(${hashes(filter.txHashes)})`;
+  } else if (filter.msgHashes !== undefined && filter.msgHashes.length > 0) {
+    // A message is found by its hash or by the TEP-467 normalised hash of an external message.
+    named = sql`
+      select M.trace_id from messages M where M.msg_hash = any(${hashes(filter.msgHashes)})
+      union
+      select M.trace_id from messages M where M.msg_hash_norm = any(${hashes(filter.msgHashes)})`;
+  }
   const conditions = [];
   if (filter.account !== undefined) {
     conditions.push(sql`E.trace_id in (select T.trace_id from transactions T where T.account = ${filter.account})`);
   }
-  if (filter.traceIds !== undefined && filter.traceIds.length > 0) conditions.push(sql`E.trace_id = any(${hashes(filter.traceIds)})`);
-  if (filter.txHashes !== undefined && filter.txHashes.length > 0) {
-    conditions.push(sql`E.trace_id in (select T.trace_id from transactions T where T.hash = any(${hashes(filter.txHashes)}))`);
-  }
-  if (filter.msgHashes !== undefined && filter.msgHashes.length > 0) {
-    // A message is found by its hash or by the TEP-467 normalised hash of an external message.
-    conditions.push(sql`E.trace_id in (
-      select M.trace_id from messages M where M.msg_hash = any(${hashes(filter.msgHashes)})
-      union all
-      select M.trace_id from messages M where M.msg_hash_norm = any(${hashes(filter.msgHashes)}))`);
-  }
   if (filter.mcSeqno !== undefined) conditions.push(sql`E.state = 'complete' and E.mc_seqno_end = ${filter.mcSeqno}`);
-  if (filter.startUtime !== undefined) conditions.push(sql`E.end_utime >= ${filter.startUtime}`);
-  if (filter.endUtime !== undefined) conditions.push(sql`E.end_utime <= ${filter.endUtime}`);
+  // Unix times are uint32 in the API and int4 in the index: compared as int8 (the same btree operator family, so
+  // traces_index_4 still serves), a bound past every stored time matches nothing or everything instead of failing.
+  if (filter.startUtime !== undefined) conditions.push(sql`E.end_utime >= ${filter.startUtime}::int8`);
+  if (filter.endUtime !== undefined) conditions.push(sql`E.end_utime <= ${filter.endUtime}::int8`);
   if (filter.startLt !== undefined) conditions.push(sql`E.end_lt >= ${filter.startLt}`);
   if (filter.endLt !== undefined) conditions.push(sql`E.end_lt <= ${filter.endLt}`);
 
-  const where = conditions.length === 0 ? sql`` : sql`where ${conditions.reduce((all, c) => sql`${all} and ${c}`)}`;
+  const all = conditions.length === 0 ? undefined : conditions.reduce((both, c) => sql`${both} and ${c}`);
+  const where = all === undefined ? sql`` : sql`where ${all}`;
+  // A hash selection reads each named trace by its primary key: the lateral subquery's limit (trace_id is the key,
+  // so it changes no result) keeps PostgreSQL from flattening it into a join it could drive from the page order.
+  const withNamed = named === undefined ? sql`` : sql`with named as materialized (${named})`;
+  const source =
+    named === undefined
+      ? sql`traces E ${where}`
+      : sql`named N cross join lateral (
+          select * from traces E where E.trace_id = N.trace_id ${all === undefined ? sql`` : sql`and ${all}`} limit 1) E`;
   const direction = page.ascending ? sql`asc` : sql`desc`;
   // Time bounds order by time, as toncenter does, so a time window pages in time order.
   const byTime = filter.startUtime !== undefined || filter.endUtime !== undefined;
@@ -84,10 +100,10 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
     signal,
     sql,
     (tx) => tx<TraceRow[]>`
+      ${withNamed}
       select E.trace_id, E.external_hash, E.mc_seqno_start, E.mc_seqno_end, E.start_lt, E.start_utime, E.end_lt,
         E.end_utime, E.state, E.edges_, E.nodes_, E.pending_edges_, E.classification_state
-      from traces E
-      ${where}
+      from ${source}
       order by ${order}
       limit ${page.limit} offset ${page.offset}`,
   );
