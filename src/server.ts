@@ -1,8 +1,8 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
-import { restHandler, sendEmpty, sendJson } from "./rest/router.ts";
+import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
+import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 import { createSinglePortServer, type HttpHandler } from "./single-port.ts";
@@ -33,16 +33,20 @@ export function createServer(deps: ServiceDeps): Server {
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = healthHandler(deps);
-  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) =>
-    new URL(req.url ?? "/", "http://localhost").pathname === "/healthz" ? health(req, res) : notFound(req, res),
-  );
-  const rpc = connectNodeAdapter({
+  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
+    if (requestUrl(req)?.pathname !== "/healthz") notFound(req, res);
+    else if (!refusedMethod(req, res)) health(req, res);
+  });
+  // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
+  // the server's, and a request that makes no URL is refused (see rpc-door.ts).
+  const rpc = rpcDoor({
     routes: connectRoutes(service),
     interceptors: [errorInterceptor],
     fallback: rest,
     shutdownSignal: shutdown.signal,
     // Requests are small; refuse large bodies before parsing them.
     readMaxBytes: 64 * 1024,
+    maxDeadlineMs: deps.config.requestTimeoutMs,
   });
   const withCors = corsHandler(deps.config.corsOrigin, rpc);
   const server = createSinglePortServer(withCors, deps.config);

@@ -111,18 +111,35 @@ export interface RestOptions {
 export function restHandler(options: RestOptions, next: HttpHandler): HttpHandler {
   const routes = restRoutes(options.service);
   return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    const url = requestUrl(req);
+    if (url === undefined) {
+      sendJson(res, 400, { error: "malformed request target" });
+      return;
+    }
     const found = routes.get(url.pathname);
     if (found === undefined) {
       next(req, res);
       return;
     }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      sendJson(res, 405, errorBody(found.dialect, 405, `method ${req.method} not allowed: use GET`), { allow: "GET, HEAD" });
-      return;
-    }
+    if (refusedMethod(req, res, found.dialect)) return;
     void serve(found, url, req, res, options);
   };
+}
+
+/** The request's target as a URL; undefined when it makes none (an absolute-form target whose host does not parse). */
+export function requestUrl(req: HttpRequest): URL | undefined {
+  try {
+    return new URL(req.url ?? "/", "http://localhost");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Answers 405 (with Allow) to a method other than GET and HEAD, in the path's dialect; whether it did. */
+export function refusedMethod(req: HttpRequest, res: HttpResponse, dialect: Dialect = "v3"): boolean {
+  if (req.method === "GET" || req.method === "HEAD") return false;
+  sendJson(res, 405, errorBody(dialect, 405, `method ${req.method} not allowed: use GET`), { allow: "GET, HEAD" });
+  return true;
 }
 
 async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse, options: RestOptions) {

@@ -1,0 +1,203 @@
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import { createAsyncIterable, encodeEnvelope, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { log } from "./log.ts";
+import type { HttpHandler, HttpResponse } from "./single-port.ts";
+
+// The RPC door: Connect, gRPC and gRPC-web for the router's procedures, served as connect-node's
+// connectNodeAdapter serves them (the same router, the same request and response conversions), with what that
+// adapter leaves to the application:
+//
+// - A request connect cannot read is the client's error. Connect reports some of these as INTERNAL (500): protobuf
+//   that does not parse ("parse binary: ...", protocol/serialization.js), a Connect GET whose base64 does not
+//   decode (a plain Error from base64Decode, protocol-connect/handler-factory.js), a compressed body or envelope it
+//   cannot decompress (connect-node compression.js, protocol/envelope.js). All of them happen before the
+//   implementation is called, where no interceptor sees them: the door notes whether the call reached the
+//   implementation, and the error an unreached call ended with (the handler aborts the call's context with it
+//   before writing the response, which the request gate can watch), and answers an INTERNAL or UNKNOWN such call
+//   with INVALID_ARGUMENT in the call's protocol instead.
+// - A client deadline is cut to the server's bound: connect arms a Node timer with the client's value, and Node
+//   fires a timer of 2^31 ms or more at once (597H was DEADLINE_EXCEEDED at once).
+// - A request whose authority makes no URL (HTTP/1.0 without Host, a Host with a space) is a 400: the adapter
+//   throws out of the request listener for it, which ended the process.
+
+/** What the door knows of one call. */
+interface CallState {
+  /** The implementation was called (its first interceptor ran). */
+  reached: boolean;
+  /** What the call was aborted with before it reached the implementation. */
+  failure: unknown;
+}
+
+const callState = createContextKey<CallState | undefined>(undefined, { description: "tonquery rpc door call state" });
+
+/** First of the interceptors: the call reached the implementation, so its failures are the implementation's. */
+const markReached: Interceptor = (next) => (request) => {
+  const state = request.contextValues.get(callState);
+  if (state !== undefined) state.reached = true;
+  return next(request);
+};
+
+/** Runs before the request body is read: from here on, the reason a call that never reaches the implementation is aborted with is noted. */
+function watchUnreached(context: HandlerContext): void {
+  const state = context.values.get(callState);
+  if (state === undefined) return;
+  context.signal.addEventListener(
+    "abort",
+    () => {
+      if (!state.reached) state.failure = context.signal.reason;
+    },
+    { once: true },
+  );
+}
+
+export interface RpcDoorOptions {
+  routes: (router: ConnectRouter) => void;
+  interceptors: Interceptor[];
+  /** Requests for paths that are no procedure of the router. */
+  fallback: HttpHandler;
+  shutdownSignal: AbortSignal;
+  readMaxBytes: number;
+  /** The longest deadline a client may set: a longer one is cut to it. */
+  maxDeadlineMs: number;
+}
+
+export function rpcDoor(options: RpcDoorOptions): HttpHandler {
+  const router = createConnectRouter({
+    // connectNodeAdapter's default.
+    acceptCompression: [compressionGzip, compressionBrotli],
+    interceptors: [markReached, ...options.interceptors],
+    requestGate: watchUnreached,
+    shutdownSignal: options.shutdownSignal,
+    readMaxBytes: options.readMaxBytes,
+  });
+  options.routes(router);
+  const procedures = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+
+  return (req, res) => {
+    const handler = procedures.get((req.url ?? "").split("?", 1)[0] ?? "");
+    if (handler === undefined) {
+      options.fallback(req, res);
+      return;
+    }
+    const state: CallState = { reached: false, failure: undefined };
+    let request: UniversalServerRequest;
+    try {
+      request = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(callState, state));
+    } catch {
+      const error = new ConnectError("malformed request: no valid authority (Host header)", Code.InvalidArgument);
+      void write(errorResponse(protocolOf(req.method, req.headers["content-type"]), error, undefined), res, handler.method.name);
+      return;
+    }
+    capDeadline(request.header, options.maxDeadlineMs);
+    handler(request).then(
+      (response) => write(state.reached ? response : unreadable(response, state, protocolOf(request.method, request.header.get("content-type"))), res, handler.method.name),
+      (reason: unknown) => report(reason, handler.method.name),
+    );
+  };
+}
+
+function write(response: UniversalServerResponse, res: HttpResponse, method: string): Promise<void> {
+  return universalResponseToNodeResponse(response, res).catch((reason: unknown) => report(reason, method));
+}
+
+function report(reason: unknown, method: string): void {
+  const code = ConnectError.from(reason).code;
+  // The client went away while the answer was written: nothing to tell anyone.
+  if (code === Code.Aborted || code === Code.Canceled) return;
+  log.error("rpc door failed", { method, error: reason });
+}
+
+type Protocol = "connect" | "grpc" | "grpc-web";
+
+function protocolOf(method: string | undefined, contentType: string | string[] | null | undefined): Protocol {
+  const type = (Array.isArray(contentType) ? contentType[0] : contentType)?.toLowerCase() ?? "";
+  if (method === "GET") return "connect";
+  if (type.startsWith("application/grpc-web")) return "grpc-web";
+  if (type.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+/**
+ * The response to a call that never reached the implementation: as the handler made it, unless it ended with
+ * INTERNAL or UNKNOWN, which before the implementation only the request's bytes can cause.
+ */
+function unreadable(response: UniversalServerResponse, state: CallState, protocol: Protocol): UniversalServerResponse {
+  if (state.failure === undefined) return response;
+  const failure = ConnectError.from(state.failure);
+  if (failure.code !== Code.Internal && failure.code !== Code.Unknown) return response;
+  const detail = state.failure instanceof ConnectError ? state.failure.rawMessage : state.failure instanceof Error ? state.failure.message : "";
+  const error = new ConnectError(detail === "" ? "malformed request" : `malformed request: ${detail}`, Code.InvalidArgument);
+  if (response.body !== undefined) void drain(response.body);
+  return errorResponse(protocol, error, response.header);
+}
+
+async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {
+  try {
+    for await (const chunk of body) void chunk;
+  } catch {
+    // the original answer is dropped: its end does not matter
+  }
+}
+
+/** An error answer in the call's protocol, as connect writes one. */
+function errorResponse(protocol: Protocol, error: ConnectError, original: Headers | undefined): UniversalServerResponse {
+  const contentType = original?.get("content-type");
+  switch (protocol) {
+    case "connect": {
+      const body = errorToJsonBytes(error, undefined);
+      return {
+        status: codeToHttpStatus(error.code),
+        header: new Headers({ "content-type": "application/json", "content-length": String(body.byteLength) }),
+        body: createAsyncIterable([body]),
+      };
+    }
+    case "grpc":
+      return {
+        status: 200,
+        header: new Headers({ "content-type": contentType ?? "application/grpc+proto" }),
+        body: createAsyncIterable<Uint8Array>([]),
+        trailer: setTrailerStatus(new Headers(), error),
+      };
+    case "grpc-web":
+      return {
+        status: 200,
+        header: new Headers({ "content-type": contentType ?? "application/grpc-web+proto" }),
+        body: createAsyncIterable([encodeEnvelope(trailerFlag, trailerSerialize(setTrailerStatus(new Headers(), error)))]),
+      };
+  }
+}
+
+const grpcUnitMs: ReadonlyMap<string, number> = new Map([
+  ["H", 3_600_000],
+  ["M", 60_000],
+  ["S", 1000],
+  ["m", 1],
+  ["u", 0.001],
+  ["n", 0.000_001],
+]);
+
+/**
+ * Cuts the client's deadline to `maxMs`, in the header connect reads it from: Connect's connect-timeout-ms, gRPC's
+ * and gRPC-web's grpc-timeout. A value in neither header's syntax is left alone, for connect to refuse with
+ * INVALID_ARGUMENT.
+ */
+export function capDeadline(header: Headers, maxMs: number): void {
+  const connect = header.get("connect-timeout-ms");
+  if (connect !== null && /^\d{1,10}$/.test(connect) && Number(connect) > maxMs) header.set("connect-timeout-ms", String(maxMs));
+  const grpc = header.get("grpc-timeout");
+  const match = grpc === null ? null : /^(\d{1,8})([HMSmun])$/.exec(grpc);
+  if (match !== null && Number(match[1]) * (grpcUnitMs.get(match[2] as string) ?? 0) > maxMs) header.set("grpc-timeout", `${maxMs}m`);
+}
