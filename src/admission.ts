@@ -33,6 +33,9 @@ export class Admission {
   async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>): Promise<T> {
     let held = await this.#acquire(signal, this.#slotsFor(weight));
     const slots: HeldSlots = {
+      get light() {
+        return held.count <= 1;
+      },
       resize: async (newWeight) => {
         const wanted = this.#slotsFor(newWeight);
         if (wanted <= held.count) {
@@ -128,6 +131,8 @@ export function reservedSlots(slots: number): number {
 
 /** What a request holds while it works; a request that learns its real size adjusts its weight to it. */
 export interface HeldSlots {
+  /** Holds one slot: a cheap request, whose statements go first (see ConnectionGate). */
+  readonly light: boolean;
   /** Gives back what the new weight does not need, or waits (in turn, holding nothing) for what it needs more. */
   resize(weight: number): Promise<void>;
 }

@@ -15,6 +15,7 @@ import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transact
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
+import { prioritise } from "./db/connection-gate.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
 /**
@@ -39,6 +40,7 @@ export function createTonQueryService(deps: ServiceDeps) {
   ): Promise<Out> => {
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
     const work = async (slots: HeldSlots) => {
+      prioritise(bounded.signal, () => slots.light);
       const response = await handle(bounded, slots);
       return finish ? finish(response) : (response as unknown as Out);
     };

@@ -4,6 +4,7 @@ import { abortError, untilAborted } from "../abort.ts";
 import type { Config } from "../config.ts";
 import { log } from "../log.ts";
 import { DatabaseAvailability } from "./availability.ts";
+import { ConnectionGate, isUrgent } from "./connection-gate.ts";
 
 export type Sql = postgres.Sql;
 
@@ -74,6 +75,7 @@ interface Pool {
   readOnlyTransactions: boolean;
   availability: DatabaseAvailability;
   observe: ((statement: PromiseLike<unknown>) => void) | undefined;
+  gate: ConnectionGate;
 }
 
 const pools = new WeakMap<Sql, Pool>();
@@ -126,7 +128,8 @@ export function openDatabase(options: DatabaseOptions): Database {
     const open = () => connect(max, prepare);
     const live = open();
     const observe = options.observe && ((statement: PromiseLike<unknown>) => options.observe?.built(statement, prepare));
-    const pool: Pool = { live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe };
+    const gate = new ConnectionGate(max);
+    const pool: Pool = { live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe, gate };
     members.push(pool);
     pools.set(live, pool);
     return live;
@@ -245,20 +248,27 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
     throw databaseError(err);
   }
   const stop = AbortSignal.any([signal, member.availability.downSignal]);
-  const reservation = member.live.reserve();
-  let connection: postgres.ReservedSql;
+  let release: () => void;
   try {
-    connection = await untilAborted(stop, reservation);
+    release = await member.gate.acquire(stop, isUrgent(signal));
   } catch (err) {
-    // Granted later, the connection goes straight back unused.
-    void reservation.then((late) => late.release(), () => {});
     throw failure(member, stop, err);
   }
-  if (stop.aborted) {
-    connection.release();
-    throw failure(member, stop, undefined);
+  let statement: Promise<postgres.RowList<T>>;
+  try {
+    // Holding a permit, the connection is free at once (see ConnectionGate).
+    const connection = await member.live.reserve();
+    if (stop.aborted) {
+      // Opening the connection took long enough for the request to end: it is not started.
+      connection.release();
+      throw abortError(stop);
+    }
+    statement = runReserved(connection, build, member);
+  } catch (err) {
+    release();
+    throw failure(member, stop, err);
   }
-  const statement = runReserved(connection, build, member);
+  void statement.then(release, release);
   try {
     return await untilAborted(stop, statement);
   } catch (err) {

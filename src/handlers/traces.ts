@@ -16,6 +16,7 @@ import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
 import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow } from "../db/traces.ts";
 import { type HeldSlots, transactionsWeight } from "../admission.ts";
+import { forEachSlice } from "../event-loop.ts";
 import type { ServiceDeps } from "../service-deps.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
@@ -27,6 +28,9 @@ export const traceTooLargeWarning = "trace is too large";
 
 /** Traces loaded per round of statements: bounds the rows, messages and response pieces a page holds at once. */
 export const traceChunkSize = 100;
+
+/** Traces built and handed to the sink in one turn of the event loop (see forEachSlice): a few milliseconds of work. */
+const tracesPerSlice = 3;
 
 /** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
 export interface TraceSink<T> {
@@ -119,11 +123,13 @@ export async function streamTraces<T>(
       else transactionsByTrace.set(tx.traceId ?? "", [tx]);
     }
     const loaded = new Set(loadable);
-    sink.traces(
-      chunkRows.map((row) =>
-        loaded.has(row.trace_id)
-          ? completeTrace(row, transactionsByTrace.get(row.trace_id) ?? [], actions.get(row.trace_id) ?? [])
-          : incompleteTrace(row),
+    await forEachSlice(chunkRows, tracesPerSlice, (slice) =>
+      sink.traces(
+        slice.map((row) =>
+          loaded.has(row.trace_id)
+            ? completeTrace(row, transactionsByTrace.get(row.trace_id) ?? [], actions.get(row.trace_id) ?? [])
+            : incompleteTrace(row),
+        ),
       ),
     );
   }
