@@ -78,7 +78,7 @@ export async function selectAdjacentTransactions(
 }
 
 /** Transactions turned into objects in one turn of the event loop (see mapInSlices). */
-const transactionsPerSlice = 25;
+const transactionsPerSlice = 10;
 
 /** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
 export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {

@@ -30,7 +30,7 @@ export const traceTooLargeWarning = "trace is too large";
 export const traceChunkSize = 100;
 
 /** Traces built and handed to the sink in one turn of the event loop (see forEachSlice): a few milliseconds of work. */
-const tracesPerSlice = 3;
+const tracesPerSlice = 1;
 
 /** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
 export interface TraceSink<T> {
