@@ -31,7 +31,9 @@ export function restStatus(code: Code): number {
  */
 export function publicError(err: unknown, where: string): ConnectError {
   const error = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
-  if (error.code === Code.Internal || error.code === Code.Unknown || error.code === Code.Unavailable) {
+  // An outage is logged once by the availability probe; a request that failed only because of it adds nothing.
+  const knownOutage = error.code === Code.Unavailable && error.cause === undefined;
+  if (error.code === Code.Internal || error.code === Code.Unknown || (error.code === Code.Unavailable && !knownOutage)) {
     log.error("request failed", { where, code: Code[error.code], error: error.cause ?? error });
   }
   return error;

@@ -1,4 +1,6 @@
 import postgres from "postgres";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { abortError, untilAborted } from "../abort.ts";
 import type { Config } from "../config.ts";
@@ -91,6 +93,7 @@ const probeIntervalDownMs = 250;
  * itself stops a runaway statement even if the service forgets to.
  */
 export function openDatabase(options: DatabaseOptions): Database {
+  assertDriverPatched();
   const customPlanConnections = Math.max(1, Math.ceil(options.poolSize / 5));
   const connectTimeoutSeconds = options.connectTimeoutMs / 1000;
   const connect = (max: number, prepare: boolean) =>
@@ -146,6 +149,18 @@ export function openDatabase(options: DatabaseOptions): Database {
       await Promise.all([...members.map((pool) => pool.live.end({ timeout: 5 })), health.close()]);
     },
   };
+}
+
+/**
+ * postgres.js 3.4.9 as installed by npm ci, with patches/postgres+3.4.9.patch applied by its postinstall step: without
+ * it a statement that fails mid-result corrupts the next one on its connection. An install that skipped scripts
+ * (`--ignore-scripts`) would serve wrong answers under load, so the service refuses to start on it.
+ */
+function assertDriverPatched(): void {
+  const connection = new URL("connection.js", import.meta.resolve("postgres"));
+  if (!readFileSync(connection, "utf8").includes("tonquery patch")) {
+    throw new Error(`${fileURLToPath(connection)} lacks patches/postgres+3.4.9.patch: run npm ci (or npx patch-package) without --ignore-scripts`);
+  }
 }
 
 /**
