@@ -262,13 +262,13 @@ describe("list parameters: repeats removed, then bounded by MAX_LIST_VALUES", ()
 
 describe("client deadlines", () => {
   // Requests wait on a lock the test holds on `blocks`, so each one ends at its deadline: the client's, cut to the
-  // server's REQUEST_TIMEOUT_MS (600 ms here), well before the statement timeout (3 s).
+  // server's REQUEST_TIMEOUT_MS (1500 ms here), well before the statement timeout (3 s).
   let slow: TestServer;
   let release: (() => void) | undefined;
   let locked: Promise<unknown> | undefined;
 
   beforeAll(async () => {
-    slow = await startTestServer(db.url, { REQUEST_TIMEOUT_MS: "600" });
+    slow = await startTestServer(db.url, { REQUEST_TIMEOUT_MS: "1500" });
   });
   afterAll(async () => {
     release?.();
@@ -298,38 +298,28 @@ describe("client deadlines", () => {
     return { ...answer, ms: performance.now() - started };
   }
 
+  // A clamped deadline ends at the server's 1500 ms: not at once (the timer overflow), not at the statement timeout.
+  const cut = [1400, 2900] as const;
+  const honoured = [200, 1200] as const;
   it.each([
-    ["connect", { "connect-timeout-ms": "2147483648" }],
-    ["connect", { "connect-timeout-ms": "2147483647" }],
-    ["connect", { "connect-timeout-ms": "9999999999" }],
-    ["grpc", { "grpc-timeout": "597H" }],
-    ["grpc", { "grpc-timeout": "99999999H" }],
-    ["grpc", { "grpc-timeout": "2147483S" }],
-    ["grpc-web", { "grpc-timeout": "597H" }],
-    ["grpc-web", { "grpc-timeout": "99999999m" }],
-  ] as const)("%s %j is cut to the server's 600 ms", async (protocol, headers) => {
+    ["connect", { "connect-timeout-ms": "2147483648" }, cut],
+    ["connect", { "connect-timeout-ms": "2147483647" }, cut],
+    ["connect", { "connect-timeout-ms": "9999999999" }, cut],
+    ["grpc", { "grpc-timeout": "597H" }, cut],
+    ["grpc", { "grpc-timeout": "99999999H" }, cut],
+    ["grpc", { "grpc-timeout": "2147483S" }, cut],
+    ["grpc-web", { "grpc-timeout": "597H" }, cut],
+    ["grpc-web", { "grpc-timeout": "99999999m" }, cut],
+    ["connect", { "connect-timeout-ms": "250" }, honoured],
+    ["grpc", { "grpc-timeout": "250m" }, honoured],
+    ["grpc-web", { "grpc-timeout": "250000u" }, honoured],
+  ] as const)("%s %j ends within %j ms", async (protocol, headers, [earliest, latest]) => {
     await lockBlocks();
     try {
       const answer = await timed(protocol, headers);
       expect(answer.code).toBe(Code.DeadlineExceeded);
-      expect(answer.ms).toBeGreaterThan(500);
-      expect(answer.ms).toBeLessThan(2500);
-    } finally {
-      await unlock();
-    }
-  });
-
-  it.each([
-    ["connect", { "connect-timeout-ms": "250" }],
-    ["grpc", { "grpc-timeout": "250m" }],
-    ["grpc-web", { "grpc-timeout": "250000u" }],
-  ] as const)("%s %j under the bound is honoured", async (protocol, headers) => {
-    await lockBlocks();
-    try {
-      const answer = await timed(protocol, headers);
-      expect(answer.code).toBe(Code.DeadlineExceeded);
-      expect(answer.ms).toBeGreaterThan(200);
-      expect(answer.ms).toBeLessThan(550);
+      expect(answer.ms).toBeGreaterThan(earliest);
+      expect(answer.ms).toBeLessThan(latest);
     } finally {
       await unlock();
     }
