@@ -16,6 +16,7 @@ import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
 import { prioritise } from "./db/connection-gate.ts";
+import { respondsInBinary, TracesBinaryWriter } from "./present/proto/traces.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
 /**
@@ -59,7 +60,13 @@ export function createTonQueryService(deps: ServiceDeps) {
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
     ) => admitted(context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
-      admitted(context, tracesWeight(request), (bounded, slots) => getTraces(deps, request, bounded, slots), finish),
+      admitted(
+        context,
+        tracesWeight(request),
+        (bounded, slots) =>
+          respondsInBinary(context) ? streamTraces(deps, request, bounded, new TracesBinaryWriter(), slots) : getTraces(deps, request, bounded, slots),
+        finish,
+      ),
     getBlockTransactionsExt: <Out = GetBlockTransactionsExtResponse>(
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,

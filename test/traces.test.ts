@@ -1,4 +1,8 @@
+import { toJson } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { readRecording } from "../src/demo/dataset.ts";
 import { IndexLoader } from "../src/fixtures/loader.ts";
 import type { RecordedTrace } from "../src/fixtures/recorded.ts";
@@ -106,6 +110,17 @@ describe("the recorded traces of masterchain block 35120456", () => {
 });
 
 describe("the typed API", () => {
+  it("answers a whole page identically over every protocol and codec, binary ones encoded trace by trace", async () => {
+    const request = { traceId: recordings.traces.map(({ trace }) => trace.trace_id), includeActions: true, limit: 50 };
+    const binaryConnect = createClient(TonQueryService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat: true }));
+    const answers = [
+      ...(await Promise.all(rpcProtocols.map((protocol) => server.client(protocol).getTraces(request)))),
+      await binaryConnect.getTraces(request),
+    ].map((response) => toJson(GetTracesResponseSchema, response));
+    expect(((answers[0] as { traces: unknown[] }).traces).length).toBe(Math.min(50, recordings.traces.length));
+    for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0]);
+  });
+
   it.each(rpcProtocols)("returns the same traces over %s, with the tree as a flat node list", async (protocol) => {
     const { trace } = recordings.traces[0] as { trace: RecordedTrace };
     const response = await server.client(protocol).getTraces({ traceId: [trace.trace_id], includeActions: true });
