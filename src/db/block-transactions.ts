@@ -58,7 +58,7 @@ export async function selectBlockTransactions(
       limit ${limit}`,
   );
   if (rows.length === 0) return [];
-  const messages = groupMessages(await selectMessageRows(sql, signal, rows.map((r) => r.hash)));
+  const messages = groupMessages(await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }));
   return rows.map((row) => {
     const own = messages.get(row.hash);
     return rawTransaction(row, own?.inMsg, own?.outMsgs ?? []);

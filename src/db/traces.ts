@@ -1,6 +1,6 @@
 import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { runQuery, type Sql } from "./client.ts";
-import { completeTransactions, selectTransactionRows, type TransactionRow } from "./transactions.ts";
+import { assembleTransactions, selectMessageRows, selectStateRows, selectTransactionRows, type TransactionRow } from "./transactions.ts";
 
 // Trace selection as toncenter does it. By account: a semi-join, so PostgreSQL can drive the query either from the
 // page order (traces_index_3/4) or from the account's transactions, whichever the statistics say is cheaper, and
@@ -109,16 +109,24 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
   );
 }
 
-/** Every transaction of the given traces, in trace order (lt, then account), as toncenter lists them. */
+/**
+ * Every transaction of the given traces, in trace order (lt, then account), as toncenter lists them; their states and
+ * messages are read by trace id beside the rows, in the same round.
+ */
 export async function selectTraceTransactions(sql: Sql, signal: AbortSignal, traceIds: readonly string[]): Promise<Transaction[]> {
   if (traceIds.length === 0) return [];
-  const rows = await runQuery(
-    signal,
-    sql,
-    (tx) => tx<TransactionRow[]>`
-      ${selectTransactionRows(sql)}
-      where T.trace_id = any(${traceIds as string[]}::text[]::tonhash[])
-      order by T.trace_id, T.lt, T.account`,
-  );
-  return completeTransactions(sql, signal, rows);
+  const owners = { traceIds };
+  const [rows, states, messages] = await Promise.all([
+    runQuery(
+      signal,
+      sql,
+      (tx) => tx<TransactionRow[]>`
+        ${selectTransactionRows(sql)}
+        where T.trace_id = any(${traceIds as string[]}::text[]::tonhash[])
+        order by T.trace_id, T.lt, T.account`,
+    ),
+    selectStateRows(sql, signal, owners),
+    selectMessageRows(sql, signal, owners),
+  ]);
+  return assembleTransactions(rows, states, messages);
 }

@@ -13,7 +13,7 @@ import { optional } from "./rows.ts";
 /** A `transactions` row (select T.*) plus the external hash of its trace. */
 export type TransactionRow = TransactionsTableRow & { trace_external_hash: string | null };
 
-type AccountStateRow = {
+export type AccountStateRow = {
   hash: string;
   balance: string | null;
   balance_extra_currencies: ExtraCurrenciesJson;
@@ -80,27 +80,51 @@ export async function selectAdjacentTransactions(
 /** Transactions turned into objects in one turn of the event loop (see mapInSlices). */
 const transactionsPerSlice = 10;
 
+/**
+ * Whose account states and messages to read: transactions named by hash, or every transaction of some traces.
+ * By trace, the statements need not wait for the transaction rows and run beside them: one round fewer.
+ */
+export type TransactionOwners = { txHashes: readonly string[] } | { traceIds: readonly string[] };
+
+/** The condition naming the owners, on transactions (T) or messages (M). */
+function ownedBy(sql: Sql, table: "T" | "M", owners: TransactionOwners) {
+  if ("txHashes" in owners) {
+    const hashes = sql`${owners.txHashes as string[]}::text[]::tonhash[]`;
+    return table === "T" ? sql`T.hash = any(${hashes})` : sql`M.tx_hash = any(${hashes})`;
+  }
+  const traceIds = sql`${owners.traceIds as string[]}::text[]::tonhash[]`;
+  return table === "T" ? sql`T.trace_id = any(${traceIds})` : sql`M.trace_id = any(${traceIds})`;
+}
+
+/** The account states before and after the given transactions. */
+export function selectStateRows(sql: Sql, signal: AbortSignal, owners: TransactionOwners): Promise<readonly AccountStateRow[]> {
+  return runQuery(
+    signal,
+    sql,
+    (tx) => tx<AccountStateRow[]>`
+      select S.hash, S.balance, S.balance_extra_currencies, S.account_status, S.frozen_hash, S.data_hash, S.code_hash
+      from account_states S
+      where S.hash in (
+        select T.account_state_hash_before from transactions T where ${ownedBy(sql, "T", owners)}
+        union
+        select T.account_state_hash_after from transactions T where ${ownedBy(sql, "T", owners)})`,
+  );
+}
+
 /** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
 export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {
   if (rows.length === 0) return [];
-  const stateHashes = [
-    ...new Set(rows.flatMap((r) => [r.account_state_hash_before, r.account_state_hash_after]).filter((h): h is string => h !== null)),
-  ];
-  const txHashes = [...new Set(rows.map((r) => r.hash))];
-  const [states, messages] = await Promise.all([
-    stateHashes.length === 0
-      ? Promise.resolve([] as AccountStateRow[])
-      : runQuery(
-          signal,
-          sql,
-          (tx) => tx<AccountStateRow[]>`
-            select S.hash, S.balance, S.balance_extra_currencies, S.account_status, S.frozen_hash, S.data_hash, S.code_hash
-            from account_states S
-            where S.hash = any(${stateHashes}::text[]::tonhash[])`,
-        ),
-    selectMessageRows(sql, signal, txHashes),
-  ]);
+  const owners = { txHashes: [...new Set(rows.map((r) => r.hash))] };
+  const [states, messages] = await Promise.all([selectStateRows(sql, signal, owners), selectMessageRows(sql, signal, owners)]);
+  return assembleTransactions(rows, states, messages);
+}
 
+/** Transaction rows with their states and messages, as Transactions in the rows' order. */
+export function assembleTransactions(
+  rows: readonly TransactionRow[],
+  states: readonly AccountStateRow[],
+  messages: readonly MessageRow[],
+): Promise<Transaction[]> {
   const stateByHash = new Map(states.map((s) => [s.hash, s]));
   const messagesByTx = groupMessages(messages);
   return mapInSlices(rows, transactionsPerSlice, (row) => {
@@ -115,7 +139,7 @@ export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: 
 }
 
 /** The messages of the given transactions with their bodies, out messages in created_lt order. */
-export function selectMessageRows(sql: Sql, signal: AbortSignal, txHashes: readonly string[]): Promise<readonly MessageRow[]> {
+export function selectMessageRows(sql: Sql, signal: AbortSignal, owners: TransactionOwners): Promise<readonly MessageRow[]> {
   return runQuery(
     signal,
     sql,
@@ -129,7 +153,7 @@ export function selectMessageRows(sql: Sql, signal: AbortSignal, txHashes: reado
       from messages M
       left join message_contents B on B.hash = M.body_hash
       left join message_contents I on I.hash = M.init_state_hash
-      where M.tx_hash = any(${txHashes as string[]}::text[]::tonhash[])
+      where ${ownedBy(sql, "M", owners)}
       order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
   );
 }
