@@ -52,12 +52,12 @@ export const settings = {
   poolSize: {
     env: "DB_POOL_SIZE",
     default: "10",
-    help: "Maximum PostgreSQL connections (at least 2): a fifth of them, at least one, run statements planned for each call's values, the rest prepared statements.",
+    help: "Maximum PostgreSQL connections (at least 2), plus one for the health probe: a fifth of them, at least one, run statements planned for each call's values, the rest prepared statements.",
   },
   maxConcurrentRequests: {
     env: "MAX_CONCURRENT_REQUESTS",
     default: "8",
-    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one); the others queue in arrival order until their deadline. Bounds memory under load.",
+    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one). A quarter of them (at least one) is kept for light requests (one slot); heavy ones share the rest in arrival order. The others queue until their deadline. Bounds memory under load.",
   },
   statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
   requestTimeoutMs: {
