@@ -30,8 +30,8 @@ export interface DatabaseOptions {
   connectTimeoutMs: number;
   /**
    * The server runs every connection in one shared session (the embedded PGlite): a transaction opened by one
-   * connection would take in the others' statements, so statements run bare there, and that session is made
-   * read-only once for all (see startDemoDatabase).
+   * connection would take in the others' statements, so statements run bare there, one at a time, and that session
+   * is made read-only once for all (see startDemoDatabase).
    */
   sharedSession?: boolean;
   /** For the bench's SQL floor: sees each statement as built (before it is sent) and each one the driver sends. */
@@ -95,7 +95,10 @@ const probeIntervalDownMs = 250;
 export function openDatabase(options: DatabaseOptions): Database {
   assertDriverPatched();
   const customPlanConnections = Math.max(1, Math.ceil(options.poolSize / 5));
-  const connectTimeoutSeconds = options.connectTimeoutMs / 1000;
+  // A shared session answers one statement at a time: opening a connection, or the probe, may wait behind any
+  // statement for as long as the statement timeout allows.
+  const connectTimeoutMs = options.sharedSession === true ? options.connectTimeoutMs + options.statementTimeoutMs : options.connectTimeoutMs;
+  const connectTimeoutSeconds = connectTimeoutMs / 1000;
   const connect = (max: number, prepare: boolean) =>
     postgres(options.url, {
       max,
@@ -113,9 +116,25 @@ export function openDatabase(options: DatabaseOptions): Database {
     });
 
   const members: Pool[] = [];
+  // A shared session has one unnamed statement and one unnamed portal for all connections: statements from two
+  // connections interleaving their Parse, Bind and Execute (a new connection's type lookup included) would run
+  // each other's (08P01, 34000). It runs one statement at a time anyway, so the service, probe included, sends it
+  // one at a time.
+  const sharedGate = options.sharedSession === true ? new ConnectionGate(1) : undefined;
   const health = healthProbe(options.url);
-  const availability = new DatabaseAvailability(health.probe, {
-    timeoutMs: options.connectTimeoutMs,
+  const probe =
+    sharedGate === undefined
+      ? health.probe
+      : async (timeoutMs: number) => {
+          const release = await sharedGate.acquire(AbortSignal.timeout(timeoutMs), true);
+          try {
+            await health.probe(timeoutMs);
+          } finally {
+            release();
+          }
+        };
+  const availability = new DatabaseAvailability(probe, {
+    timeoutMs: connectTimeoutMs,
     upIntervalMs: probeIntervalUpMs,
     downIntervalMs: probeIntervalDownMs,
     // A connection that lost its peer without a word (a black hole) would stay checked out for good: drop them all.
@@ -131,7 +150,7 @@ export function openDatabase(options: DatabaseOptions): Database {
     const open = () => connect(max, prepare);
     const live = open();
     const observe = options.observe && ((statement: PromiseLike<unknown>) => options.observe?.built(statement, prepare));
-    const gate = new ConnectionGate(max);
+    const gate = sharedGate ?? new ConnectionGate(max);
     const pool: Pool = { live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe, gate };
     members.push(pool);
     pools.set(live, pool);
@@ -174,9 +193,12 @@ function healthProbe(url: string): { probe: (timeoutMs: number) => Promise<void>
   const probe = async (timeoutMs: number) => {
     connection ??= open(timeoutMs);
     let timer: NodeJS.Timeout | undefined;
+    // Should the timeout win, the query is rejected later, when its connection is dropped: nobody waits for it then.
+    const answer = connection`select 1`;
+    answer.catch(() => {});
     try {
       await Promise.race([
-        connection`select 1`,
+        answer,
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),

@@ -2,7 +2,7 @@ import postgres from "postgres";
 import { randomBytes } from "node:crypto";
 import { readSchema, startEmbeddedDatabase } from "../../src/embedded/pglite.ts";
 import { loadConfig } from "../../src/config.ts";
-import { databaseOptions, openDatabase, redactUrl, type Sql } from "../../src/db/client.ts";
+import { databaseOptions, openDatabase, redactUrl, type Database, type Sql } from "../../src/db/client.ts";
 
 /**
  * A fresh index database for one test file: a new database on the real PostgreSQL server when one is
@@ -50,12 +50,16 @@ export function testEngine(): Promise<TestDatabase["engine"]> {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const engine = await testEngine();
   const database = engine === "postgresql" ? await createOnServer() : await createOnPglite();
-  const service = openDatabase(databaseOptions(loadConfig({}), database.url, { sharedSession: engine === "pglite" }));
+  // Opened on first use, small: an embedded database has few connections to spare beside the server under test.
+  let service: Database | undefined;
   return {
     ...database,
-    reader: service.sql,
+    get reader() {
+      service ??= openDatabase(databaseOptions(loadConfig({ DB_POOL_SIZE: "2" }), database.url, { sharedSession: engine === "pglite" }));
+      return service.sql;
+    },
     async drop() {
-      await service.end();
+      await service?.end();
       await database.drop();
     },
   };
