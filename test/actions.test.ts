@@ -13,7 +13,7 @@ import {
   type RecordedActionLike,
   type RecordedTraceLike,
   writeActionRows,
-} from "../src/fixtures/action-rows.ts";
+} from "../src/recordings/action-rows.ts";
 import { conformAction } from "./support/conformance.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 

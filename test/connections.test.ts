@@ -4,8 +4,8 @@ import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { readRecording } from "../src/demo/dataset.ts";
-import { IndexLoader } from "../src/fixtures/loader.ts";
-import type { RecordedMasterchainInfo } from "../src/fixtures/recorded.ts";
+import { IndexLoader } from "../src/recordings/loader.ts";
+import type { RecordedMasterchainInfo } from "../src/recordings/recorded.ts";
 import { createSinglePortServer, type ConnectionLimits, type HttpHandler, type SinglePortServer } from "../src/single-port.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 

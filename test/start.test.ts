@@ -2,7 +2,7 @@ import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoRecordings, readRecording } from "../src/demo/dataset.ts";
-import type { RecordedMasterchainInfo } from "../src/fixtures/recorded.ts";
+import type { RecordedMasterchainInfo } from "../src/recordings/recorded.ts";
 import postgres from "postgres";
 import { startDemoDatabase } from "../src/embedded/pglite.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";

@@ -3,15 +3,15 @@ import { Cell } from "@ton/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageRow, TransactionRow } from "../src/db/transactions.ts";
 import { readRecording, recordingsDir } from "../src/demo/dataset.ts";
-import { IndexLoader } from "../src/fixtures/loader.ts";
+import { IndexLoader } from "../src/recordings/loader.ts";
 import type {
   RecordedMessage,
   RecordedTrace,
   RecordedTracesResponse,
   RecordedTransaction,
   RecordedTransactionsResponse,
-} from "../src/fixtures/recorded.ts";
-import { type RecordedV2BlockTransactionsExt, transactionRowsFromV2Data } from "../src/fixtures/v2-rows.ts";
+} from "../src/recordings/recorded.ts";
+import { type RecordedV2BlockTransactionsExt, transactionRowsFromV2Data } from "../src/recordings/v2-rows.ts";
 import { serializeBocBase64 } from "../src/ton/boc.ts";
 import {
   messageKind,

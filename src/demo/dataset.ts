@@ -1,13 +1,13 @@
 import { readdir, readFile } from "node:fs/promises";
 import type { Sql } from "../db/client.ts";
-import { IndexLoader } from "../fixtures/loader.ts";
+import { IndexLoader } from "../recordings/loader.ts";
 import type {
   RecordedBlockTransactionsExt,
   RecordedMasterchainInfo,
   RecordedTrace,
   RecordedTracesResponse,
   RecordedTransactionsResponse,
-} from "../fixtures/recorded.ts";
+} from "../recordings/recorded.ts";
 
 /** The project's copies of real toncenter responses (provenance in fixtures/toncenter/SOURCES.md). */
 export const recordingsDir = new URL("../../fixtures/toncenter/", import.meta.url);

@@ -1,12 +1,12 @@
 import { readdir } from "node:fs/promises";
 import { readRecording, recordingsDir } from "../../src/demo/dataset.ts";
-import { IndexLoader } from "../../src/fixtures/loader.ts";
+import { IndexLoader } from "../../src/recordings/loader.ts";
 import type {
   RecordedTrace,
   RecordedTracesResponse,
   RecordedTransaction,
   RecordedTransactionsResponse,
-} from "../../src/fixtures/recorded.ts";
+} from "../../src/recordings/recorded.ts";
 
 type Json = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRecording, recordingsDir } from "../src/demo/dataset.ts";
-import { IndexLoader } from "../src/fixtures/loader.ts";
+import { IndexLoader } from "../src/recordings/loader.ts";
 import type {
   RecordedAccountState,
   RecordedMasterchainInfo,
@@ -11,7 +11,7 @@ import type {
   RecordedTracesResponse,
   RecordedTransaction,
   RecordedTransactionsResponse,
-} from "../src/fixtures/recorded.ts";
+} from "../src/recordings/recorded.ts";
 import type { Sql } from "../src/db/client.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
