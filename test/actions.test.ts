@@ -5,7 +5,8 @@ import type { TraceAction } from "../gen/tonquery/v1/trace_pb.ts";
 import { actionAddresses, presentAction } from "../src/actions/present.ts";
 import { rawActionFields } from "../src/actions/raw.ts";
 import { actionTypeShortcuts, expandActionTypes } from "../src/actions/types.ts";
-import { selectTraceActions } from "../src/db/actions.ts";
+import { traceActions } from "../src/actions/trace-action.ts";
+import { selectTraceActionRows } from "../src/db/actions.ts";
 import { readRecording, recordingsDir } from "../src/demo/dataset.ts";
 import {
   type ActionRow,
@@ -88,8 +89,13 @@ function syntheticRows(
   return { traceId, rows };
 }
 
+/** What the traces handler makes of the stored actions: their rows, as TraceActions. */
+async function selectTraceActions(traceIds: readonly string[], types: readonly string[]): Promise<Map<string, TraceAction[]>> {
+  return traceActions(await selectTraceActionRows(db.reader, signal, traceIds, types));
+}
+
 async function actionsOf(traceId: string, types: readonly string[] = latest): Promise<TraceAction[]> {
-  return (await selectTraceActions(db.reader, signal, [traceId], types)).get(traceId) ?? [];
+  return (await selectTraceActions([traceId], types)).get(traceId) ?? [];
 }
 
 // ---- Shortcut expansion --------------------------------------------------------------------------------------
@@ -140,8 +146,6 @@ describe("every recorded action", () => {
     const traces = recordings.flatMap(({ file, traces }) => traces.filter((t) => (t.actions ?? []).length > 0).map((trace) => ({ file, trace })));
     expect(traces.length).toBe(32);
     const all = await selectTraceActions(
-      db.reader,
-      signal,
       traces.map((t) => t.trace.trace_id),
       latest,
     );
@@ -187,9 +191,9 @@ describe("every recorded action", () => {
 
   it("gives every requested trace a list, empty without actions", async () => {
     const unknownTrace = hash("no such trace");
-    const map = await selectTraceActions(db.reader, signal, [unknownTrace], latest);
+    const map = await selectTraceActions([unknownTrace], latest);
     expect(map.get(unknownTrace)).toEqual([]);
-    expect((await selectTraceActions(db.reader, signal, [], latest)).size).toBe(0);
+    expect((await selectTraceActions([], latest)).size).toBe(0);
   });
 });
 

@@ -1,9 +1,5 @@
-import { create } from "@bufbuild/protobuf";
-import { type TraceAction, TraceActionSchema } from "../../gen/tonquery/v1/trace_pb.ts";
-import { renderAction, type RenderOptions } from "../actions/details.ts";
 import type { StoredActionRow } from "../actions/raw.ts";
 import { runQuery, type Sql } from "./client.ts";
-import { optional } from "./rows.ts";
 
 // The classifier's actions of a page of traces, in one statement (toncenter's actions SELECT in
 // crud_traces.go queryTracesImpl). Every composite attribute is selected on its own; numeric and bigint values
@@ -26,7 +22,7 @@ const marketplaceTypes = [
 ];
 
 /**
- * Actions of the given traces whose type is one of `supportedTypes` (already expanded, see expandActionTypes)
+ * Rows of the actions of the given traces whose type is one of `supportedTypes` (already expanded, see expandActionTypes)
  * and none of whose ancestor actions' types is, keyed by trace id, each list ordered by start_lt, end_lt
  * (index actions_index_1). Every requested trace id gets a list, empty when it has no such action.
  *
@@ -34,14 +30,13 @@ const marketplaceTypes = [
  * has none, by its collection (toncenter caches that table at start-up; here it is joined, so a name added later
  * shows at once).
  */
-export async function selectTraceActions(
+export async function selectTraceActionRows(
   sql: Sql,
   signal: AbortSignal,
   traceIds: readonly string[],
   supportedTypes: readonly string[],
-  options: RenderOptions = {},
-): Promise<Map<string, TraceAction[]>> {
-  const byTrace = new Map<string, TraceAction[]>(traceIds.map((id) => [id, []]));
+): Promise<Map<string, StoredActionRow[]>> {
+  const byTrace = new Map<string, StoredActionRow[]>(traceIds.map((id) => [id, []]));
   if (traceIds.length === 0) return byTrace;
   const rows = await runQuery(
     signal,
@@ -299,34 +294,10 @@ export async function selectTraceActions(
       order by A.trace_id, A.start_lt, A.end_lt, A.action_id`,
   );
   for (const row of rows) {
-    const action = traceAction(row, options);
-    const list = byTrace.get(action.traceId);
-    if (list) list.push(action);
-    else byTrace.set(action.traceId, [action]);
+    const traceId = row.trace_id ?? "";
+    const list = byTrace.get(traceId);
+    if (list) list.push(row);
+    else byTrace.set(traceId, [row]);
   }
   return byTrace;
-}
-
-/** One row as the typed API's TraceAction. */
-export function traceAction(row: StoredActionRow, options: RenderOptions = {}): TraceAction {
-  const rendered = renderAction(row, options);
-  return create(TraceActionSchema, {
-    traceId: row.trace_id ?? "",
-    actionId: row.action_id ?? "",
-    startLt: optional(row.start_lt),
-    endLt: optional(row.end_lt),
-    startUtime: optional(row.start_utime),
-    endUtime: optional(row.end_utime),
-    traceEndLt: optional(row.trace_end_lt),
-    traceEndUtime: optional(row.trace_end_utime),
-    traceMcSeqnoEnd: row.trace_mc_seqno_end === null ? undefined : Number(row.trace_mc_seqno_end),
-    transactions: row.tx_hashes ?? [],
-    success: row.success ?? false,
-    type: rendered.type,
-    details: rendered.details,
-    rawAction: rendered.rawAction,
-    traceExternalHash: optional(row.trace_external_hash),
-    traceExternalHashNorm: optional(row.trace_external_hash_norm),
-    accounts: [],
-  });
 }

@@ -9,9 +9,10 @@ import {
 import { type Trace, type TraceAction, TraceSchema } from "../../gen/tonquery/v1/trace_pb.ts";
 import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses } from "../actions/present.ts";
+import { traceActions } from "../actions/trace-action.ts";
 import { expandActionTypes } from "../actions/types.ts";
 import { selectAddressBook } from "../db/address-book.ts";
-import { selectTraceActions } from "../db/actions.ts";
+import { selectTraceActionRows } from "../db/actions.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
 import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow } from "../db/traces.ts";
@@ -88,7 +89,7 @@ export async function streamTraces<T>(
     const [transactions, actions] = await Promise.all([
       selectTraceTransactions(sql, context.signal, loadable),
       actionTypes !== undefined && loadable.length > 0
-        ? selectTraceActions(sql, context.signal, loadable, actionTypes, { testnet: config.testnet })
+        ? selectTraceActionRows(sql, context.signal, loadable, actionTypes).then((rows) => traceActions(rows, { testnet: config.testnet }))
         : new Map<string, TraceAction[]>(),
     ]);
     return { chunkRows, loadable, transactions, actions };
