@@ -125,7 +125,7 @@ interface Waiter {
 }
 
 /** Slots only light requests may take: a quarter, at least one once there are two slots to split. */
-export function reservedSlots(slots: number): number {
+function reservedSlots(slots: number): number {
   return slots < 2 ? 0 : Math.max(1, Math.floor(slots / 4));
 }
 

@@ -29,10 +29,6 @@ export class DatabaseAvailability {
     this.#options = options;
   }
 
-  get isUp(): boolean {
-    return this.#up;
-  }
-
   /** Fires when the database goes down; a fresh signal after every recovery. */
   get downSignal(): AbortSignal {
     return this.#upPeriod.signal;
@@ -52,16 +48,16 @@ export class DatabaseAvailability {
     if (this.#up) return;
     // Requests that arrive together share one probe; one arriving after it failed starts the next, so the
     // first request after the database is back finds it back.
-    if (!(await this.probeNow())) throw unavailable();
+    if (!(await this.#probeNow())) throw unavailable();
   }
 
   /** A statement failed for a connection reason: check now rather than at the next scheduled probe. */
   suspect(): void {
-    void this.probeNow();
+    void this.#probeNow();
   }
 
   /** Runs one probe (or joins the one under way) and returns whether the database answered. */
-  probeNow(): Promise<boolean> {
+  #probeNow(): Promise<boolean> {
     this.#running ??= this.#probe(this.#options.timeoutMs).then(
       () => true,
       () => false,
@@ -95,7 +91,7 @@ export class DatabaseAvailability {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(
       () => {
-        void this.probeNow().then(() => this.#schedule());
+        void this.#probeNow().then(() => this.#schedule());
       },
       this.#up ? this.#options.upIntervalMs : this.#options.downIntervalMs,
     );
@@ -114,6 +110,6 @@ export interface AvailabilityOptions {
   onChange?: (up: boolean, downMs: number) => void;
 }
 
-export function unavailable(): ConnectError {
+function unavailable(): ConnectError {
   return new ConnectError("database unavailable", Code.Unavailable);
 }

@@ -279,11 +279,8 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
   const member = pools.get(pool);
   if (member === undefined) throw new Error("runQuery: not a pool opened by openDatabase");
   if (signal.aborted) throw abortError(signal);
-  try {
-    await member.availability.ready();
-  } catch (err) {
-    throw databaseError(err);
-  }
+  // Fails with Unavailable at once while the database is known to be down.
+  await member.availability.ready();
   const stop = AbortSignal.any([signal, member.availability.downSignal]);
   let release: () => void;
   try {

@@ -112,7 +112,7 @@ export function selectStateRows(sql: Sql, signal: AbortSignal, owners: Transacti
 }
 
 /** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
-export async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {
+async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {
   if (rows.length === 0) return [];
   const owners = { txHashes: [...new Set(rows.map((r) => r.hash))] };
   const [states, messages] = await Promise.all([selectStateRows(sql, signal, owners), selectMessageRows(sql, signal, owners)]);
