@@ -1,0 +1,128 @@
+import { readFileSync } from "node:fs";
+import { Cell } from "@ton/core";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { serializeBoc } from "../ton/boc.ts";
+import { type Decoded, TlbDecoder } from "./tlb-decoder.ts";
+import { type Constructor, TlbSchema } from "./tlb-schema.ts";
+
+// What toncenter returns as a message's `decoded` and `decoded_opcode` (facts: ton-indexer's ton-marker and its
+// Go caller), computed from our TL-B schema:
+// - a body is tried against the constructors whose 32-bit tag is its first 32 bits: message bodies first, then
+//   forward payloads, in schema order; the first that decodes wins; bits or references left after its last
+//   field are ignored, as tlbc's printer ignores them;
+// - a body whose opcode no message body has is tried as a wallet's signed external request (highload v3, then
+//   wallets v4, v3 and v1/v2, with as many messages as the body has references), which must use the whole body;
+// - every cell in the result (a `Cell` field, a `^Cell`, a forward payload) is decoded the same way, ten levels
+//   deep at most, and left as a base64 bag of cells where it does not decode;
+// - an empty body is {"@type":"empty_cell"}; a top-level text comment keeps toncenter's older form beside the
+//   new one; anything else that does not decode is null.
+// `decoded_opcode` is the name of the first message body with the opcode, whether or not the body decodes.
+
+const schemaFiles = [
+  "core.tlb",
+  "common.tlb",
+  "jettons.tlb",
+  "nfts.tlb",
+  "dns.tlb",
+  "wallets.tlb",
+  "dedust.tlb",
+  "stonfi.tlb",
+  "bidask.tlb",
+  "staking.tlb",
+  "swap-coffee.tlb",
+];
+
+const maxNesting = 10;
+const walletMessagesMax = 4;
+
+function loadSchema(): TlbSchema {
+  const schema = new TlbSchema();
+  for (const file of schemaFiles) schema.add(readFileSync(new URL(`./schema/${file}`, import.meta.url), "utf8"), file);
+  return schema;
+}
+
+function byOpcode(constructors: readonly Constructor[]): Map<number, Constructor[]> {
+  const map = new Map<number, Constructor[]>();
+  for (const constructor of constructors) {
+    if (constructor.tagBits !== 32) continue;
+    const opcode = Number(constructor.tag);
+    const list = map.get(opcode);
+    if (list) list.push(constructor);
+    else map.set(opcode, [constructor]);
+  }
+  return map;
+}
+
+export class MessageBodyDecoder {
+  readonly #decoder: TlbDecoder;
+  readonly #bodies: Map<number, Constructor[]>;
+  readonly #payloads: Map<number, Constructor[]>;
+  readonly #names = new Map<number, string>();
+
+  constructor(schema: TlbSchema = loadSchema()) {
+    this.#decoder = new TlbDecoder(schema);
+    this.#bodies = byOpcode(schema.constructors("InternalMsgBody"));
+    this.#payloads = byOpcode(schema.constructors("ForwardPayload"));
+    for (const [opcode, constructors] of this.#bodies) this.#names.set(opcode, (constructors[0] as Constructor).name);
+  }
+
+  /** The name toncenter gives the opcode (`decoded_opcode`), or undefined for one no message body has. */
+  opcodeName(opcode: number): string | undefined {
+    return this.#names.get(opcode >>> 0);
+  }
+
+  /** A message body (a base64 bag of cells) as toncenter's `decoded`, or undefined where it gives null. */
+  decodeBody(bodyBoc: string): JsonObject | undefined {
+    let cell: Cell;
+    try {
+      cell = Cell.fromBase64(bodyBoc);
+    } catch {
+      return undefined;
+    }
+    const value = this.#decodeCell(cell, 0);
+    if (value === undefined) return undefined;
+    if (value["@type"] === "text_comment" && typeof value.text === "string") {
+      // Toncenter's Go layer keeps the pre-2025 form of a comment for the clients that read it.
+      return { "@type": "text_comment", comment: value.text, type: "text_comment" };
+    }
+    return value;
+  }
+
+  #decodeCell(cell: Cell, depth: number): JsonObject | undefined {
+    if (cell.isExotic) return undefined;
+    if (cell.bits.length === 0 && cell.refs.length === 0) return { "@type": "empty_cell" };
+    if (cell.bits.length < 32) return undefined;
+    const opcode = cell.beginParse().preloadUint(32);
+    const candidates = [...(this.#bodies.get(opcode) ?? []), ...(this.#payloads.get(opcode) ?? [])];
+    let value = this.#decoder.decodeAs(candidates, cell, false);
+    if (value === undefined && !this.#names.has(opcode)) value = this.#decodeWalletRequest(cell);
+    if (value === undefined) return undefined;
+    return this.#print(value, depth) as JsonObject;
+  }
+
+  #decodeWalletRequest(cell: Cell): Decoded | undefined {
+    const messages = cell.refs.length;
+    const attempts: Array<[string, number[]]> = [["HighloadV3Body", []]];
+    if (messages <= walletMessagesMax) {
+      attempts.push(["WalletV4Body", [messages]], ["WalletV3Body", [messages]], ["WalletV1V2Body", [messages]]);
+    }
+    for (const [type, args] of attempts) {
+      const value = this.#decoder.decodeApplied(type, args, cell);
+      if (value !== undefined) return value;
+    }
+    return undefined;
+  }
+
+  /** Turns the cells left in a decoded value into what toncenter prints for them. */
+  #print(value: Decoded, depth: number): JsonValue {
+    if (typeof value === "string" || typeof value === "boolean") return value;
+    if (value instanceof Cell) {
+      const nested = depth < maxNesting ? this.#decodeCell(value, depth + 1) : undefined;
+      return nested ?? serializeBoc(value, { crc32c: false }).toString("base64");
+    }
+    if (Array.isArray(value)) return value.map((item) => this.#print(item, depth));
+    const out: JsonObject = {};
+    for (const key in value) out[key] = this.#print(value[key] as Decoded, depth);
+    return out;
+  }
+}

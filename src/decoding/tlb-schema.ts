@@ -1,0 +1,160 @@
+import {
+  ast,
+  BuiltinOneArgExpr,
+  BuiltinZeroArgs,
+  CellRefExpr,
+  CombinatorExpr,
+  CompareExpr,
+  CondExpr,
+  type Declaration,
+  type Expression,
+  FieldAnonymousDef,
+  FieldBuiltinDef,
+  FieldCurlyExprDef,
+  type FieldDefinition,
+  FieldExprDef,
+  FieldNamedDef,
+  MathExpr,
+  NameExpr,
+  NegateExpr,
+  NumberExpr,
+} from "@ton-community/tlb-parser";
+
+// A TL-B schema compiled for the decoder in tlb-decoder.ts.
+//
+// The schema language is parsed by @ton-community/tlb-parser (the TON community's maintained grammar for TL-B, the
+// same one its code generator uses): it turns the text into an AST and nothing else. We do not use its sibling
+// @ton-community/tlb-codegen, because generated code would have to be regenerated and committed for every schema
+// change and prints values its own way (bigint, Address objects, `kind` names), while toncenter's form is the
+// generic print of tlbc (see message-body.ts); nor @ton-community/tlb-runtime, which the npm registry does not carry.
+// So the AST is compiled here into plain data that the decoder interprets.
+
+/** A type expression: the type of a field, or an argument of a type. */
+export type TypeExpr =
+  | { readonly k: "name"; readonly name: string; readonly args: readonly TypeExpr[] }
+  | { readonly k: "num"; readonly value: number }
+  | { readonly k: "add" | "mul"; readonly left: TypeExpr; readonly right: TypeExpr }
+  /** `~x`: a value the type computes and hands back (Unary ~n, HmLabel ~l m). */
+  | { readonly k: "out"; readonly inner: TypeExpr }
+  | { readonly k: "ref"; readonly inner: TypeExpr }
+  /** `[ fields ]` or `^[ fields ]` written inline. */
+  | { readonly k: "record"; readonly fields: readonly Field[] }
+  /** `flags.3?X` (bit 3 of flags set) or `n?X` (n non-zero). */
+  | { readonly k: "cond"; readonly flag: TypeExpr; readonly bit: number | null; readonly inner: TypeExpr }
+  /** `## n`, `#< n`, `#<= n` and `#` (uint32). */
+  | { readonly k: "nat"; readonly op: "##" | "#<" | "#<=" | "#"; readonly arg: TypeExpr | null };
+
+export type Field =
+  /** `{n:#}` or `{X:Type}`: bound from the type's arguments or computed by a later field. */
+  | { readonly k: "param"; readonly name: string }
+  /** `{n <= m}`, `{n = (~m) + l}`. */
+  | { readonly k: "check"; readonly left: TypeExpr; readonly op: string; readonly right: TypeExpr }
+  /** A stored field; `name` is "" for an anonymous one (`_:X`), printed under the empty key as tlbc does. */
+  | { readonly k: "value"; readonly name: string; readonly type: TypeExpr };
+
+export interface Constructor {
+  /** "" for `_`: printed without "@type". */
+  readonly name: string;
+  readonly typeName: string;
+  readonly tagBits: number;
+  readonly tag: bigint;
+  readonly params: ReadonlySet<string>;
+  readonly args: readonly TypeExpr[];
+  readonly fields: readonly Field[];
+}
+
+export class TlbSchema {
+  readonly types = new Map<string, Constructor[]>();
+
+  constructors(typeName: string): readonly Constructor[] {
+    return this.types.get(typeName) ?? [];
+  }
+
+  /** Compiles TL-B source text into this schema; later declarations of a type follow earlier ones in priority. */
+  add(source: string, origin: string): void {
+    let program;
+    try {
+      program = ast(source);
+    } catch (error) {
+      throw new Error(`${origin}: ${(error as Error).message}`);
+    }
+    for (const declaration of program.declarations) {
+      const constructor = compileDeclaration(declaration, origin);
+      const list = this.types.get(constructor.typeName);
+      if (list) list.push(constructor);
+      else this.types.set(constructor.typeName, [constructor]);
+    }
+  }
+}
+
+function compileDeclaration(declaration: Declaration, origin: string): Constructor {
+  const { name, tag } = declaration.constructorDef;
+  const where = `${origin}:${declaration.locations.line}`;
+  const parsedTag = compileTag(name, tag, where);
+  const params = new Set<string>();
+  const fields = declaration.fields.map((field) => compileField(field, params, where));
+  return {
+    name: name === "_" ? "" : name,
+    typeName: declaration.combinator.name,
+    ...parsedTag,
+    params,
+    args: declaration.combinator.args.map((arg) => compileType(arg, where)),
+    fields,
+  };
+}
+
+function compileTag(name: string, tag: string | null, where: string): { tagBits: number; tag: bigint } {
+  // TL-B derives a missing tag from a CRC32 of the declaration; our schema always writes it, so that the tag a
+  // reader sees in the file is the one on the chain.
+  if (tag === null) {
+    if (name !== "_") throw new Error(`${where}: constructor ${name} has no tag (write #_ or $_ for none)`);
+    return { tagBits: 0, tag: 0n };
+  }
+  const digits = tag.slice(1);
+  if (digits === "_" || digits === "") return { tagBits: 0, tag: 0n };
+  if (tag.startsWith("$")) return { tagBits: digits.length, tag: BigInt(`0b${digits}`) };
+  if (digits.endsWith("_")) throw new Error(`${where}: completion tags are not supported`);
+  return { tagBits: digits.length * 4, tag: BigInt(`0x${digits}`) };
+}
+
+function compileField(field: FieldDefinition, params: Set<string>, where: string): Field {
+  if (field instanceof FieldBuiltinDef) {
+    params.add(field.name);
+    return { k: "param", name: field.name };
+  }
+  if (field instanceof FieldCurlyExprDef) {
+    const expr = field.expr;
+    if (!(expr instanceof CompareExpr)) throw new Error(`${where}: unsupported constraint`);
+    return { k: "check", left: compileType(expr.left, where), op: expr.op, right: compileType(expr.right, where) };
+  }
+  if (field instanceof FieldAnonymousDef) {
+    const record: TypeExpr = { k: "record", fields: field.fields.map((f) => compileField(f, new Set(), where)) };
+    return { k: "value", name: fieldName(field.name), type: field.isRef ? { k: "ref", inner: record } : record };
+  }
+  if (field instanceof FieldNamedDef) return { k: "value", name: fieldName(field.name), type: compileType(field.expr, where) };
+  if (field instanceof FieldExprDef) return { k: "value", name: "", type: compileType(field.expr, where) };
+  throw new Error(`${where}: unsupported field`);
+}
+
+function fieldName(name: string | null): string {
+  return name === null || name === "_" ? "" : name;
+}
+
+function compileType(expr: Expression, where: string): TypeExpr {
+  if (expr instanceof NumberExpr) return { k: "num", value: expr.num };
+  if (expr instanceof NameExpr) return { k: "name", name: expr.name, args: [] };
+  if (expr instanceof CombinatorExpr) {
+    return { k: "name", name: expr.name, args: expr.args.map((arg) => compileType(arg, where)) };
+  }
+  if (expr instanceof MathExpr) {
+    return { k: expr.op === "+" ? "add" : "mul", left: compileType(expr.left, where), right: compileType(expr.right, where) };
+  }
+  if (expr instanceof NegateExpr) return { k: "out", inner: compileType(expr.expr, where) };
+  if (expr instanceof CellRefExpr) return { k: "ref", inner: compileType(expr.expr, where) };
+  if (expr instanceof CondExpr) {
+    return { k: "cond", flag: compileType(expr.left, where), bit: expr.dotExpr, inner: compileType(expr.condExpr, where) };
+  }
+  if (expr instanceof BuiltinOneArgExpr) return { k: "nat", op: expr.name, arg: compileType(expr.arg, where) };
+  if (expr instanceof BuiltinZeroArgs) return { k: "nat", op: "#", arg: null };
+  throw new Error(`${where}: unsupported type expression ${expr.constructor.name}`);
+}
