@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import type { ExtraCurrencies, Message, MessageBody, Transaction, AccountState } from "../../gen/tonquery/v1/transaction_pb.ts";
+import type { AccountState, DecodedContent, ExtraCurrencies, Message, MessageBody, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
-import { decodeTextComment } from "../ton/comment.ts";
+import { PageBodyDecoding } from "../decoding/page-bodies.ts";
 import { mapInSlices } from "../event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
@@ -127,13 +127,15 @@ export function assembleTransactions(
 ): Promise<Transaction[]> {
   const stateByHash = new Map(states.map((s) => [s.hash, s]));
   const messagesByTx = groupMessages(messages);
+  const bodies = new PageBodyDecoding();
+  const scan = (message: MessageRow) => scanMessage(message, bodies);
   return mapInSlices(rows, transactionsPerSlice, (row) => {
     const own = messagesByTx.get(row.hash);
     return scanTransaction(row, {
       before: accountState(row.account_state_hash_before, stateByHash),
       after: accountState(row.account_state_hash_after, stateByHash),
-      inMsg: own?.inMsg === undefined ? undefined : scanMessage(own.inMsg),
-      outMsgs: own?.outMsgs.map(scanMessage) ?? [],
+      inMsg: own?.inMsg === undefined ? undefined : scan(own.inMsg),
+      outMsgs: own?.outMsgs.map(scan) ?? [],
     });
   });
 }
@@ -197,18 +199,14 @@ function accountState(hash: string | null, states: ReadonlyMap<string, AccountSt
   };
 }
 
-function messageBody(hash: string | null, body: string | null, decode: boolean): MessageBody | undefined {
+function messageBody(hash: string | null, body: string | null, decoded: DecodedContent | undefined): MessageBody | undefined {
   if (hash === null) return undefined;
-  const comment = decode && body !== null ? decodeTextComment(body) : undefined;
-  return {
-    $typeName: "tonquery.v1.MessageBody",
-    hash,
-    body: optional(body),
-    decoded: comment === undefined ? undefined : { $typeName: "tonquery.v1.DecodedContent", type: "text_comment", comment },
-  };
+  return { $typeName: "tonquery.v1.MessageBody", hash, body: optional(body), decoded };
 }
 
-function scanMessage(row: MessageRow): Message {
+function scanMessage(row: MessageRow, bodies: PageBodyDecoding): Message {
+  // The index stores the first 32 bits of the body as a signed int.
+  const opcode = row.opcode === null ? undefined : row.opcode >>> 0;
   return {
     $typeName: "tonquery.v1.Message",
     hash: row.msg_hash,
@@ -221,15 +219,15 @@ function scanMessage(row: MessageRow): Message {
     extraFlags: optional(row.extra_flags),
     createdLt: optional(row.created_lt),
     createdAt: optional(row.created_at),
-    // The index stores the first 32 bits of the body as a signed int.
-    opcode: row.opcode === null ? undefined : row.opcode >>> 0,
+    opcode,
+    decodedOpcode: opcode === undefined ? undefined : bodies.opcodeName(opcode),
     ihrDisabled: optional(row.ihr_disabled),
     bounce: optional(row.bounce),
     bounced: optional(row.bounced),
     importFee: optional(row.import_fee),
-    // Only an op-0 body can be a text comment; parsing every body to find out cost more than the query.
-    messageContent: messageBody(row.body_hash, row.body, row.opcode === 0),
-    initState: messageBody(row.init_state_hash, row.init_state_body, false),
+    // Toncenter decodes message bodies, never state inits.
+    messageContent: messageBody(row.body_hash, row.body, bodies.decode(row.body_hash, row.body)),
+    initState: messageBody(row.init_state_hash, row.init_state_body, undefined),
     hashNorm: optional(row.msg_hash_norm),
     inMsgTxHash: row.direction === "out" ? optional(row.counterpart_tx_hash) : row.tx_hash,
     outMsgTxHash: row.direction === "in" ? optional(row.counterpart_tx_hash) : row.tx_hash,

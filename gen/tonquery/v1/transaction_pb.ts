@@ -101,22 +101,31 @@ export const AccountStateSchema: GenMessage<AccountState> = /*@__PURE__*/
   messageDesc(file_tonquery_v1_transaction, 1);
 
 /**
- * A decoded message body. Text comments are decoded (`type` = "text_comment"); other bodies are not.
+ * A message body decoded against tonquery's TL-B schema of the common contract families (jettons, NFTs, DNS,
+ * wallets, DEXes, liquid staking, ...), as toncenter decodes it.
  *
  * @generated from message tonquery.v1.DecodedContent
  */
 export type DecodedContent = Message$1<"tonquery.v1.DecodedContent"> & {
   /**
+   * The constructor the body decoded as ("jetton_transfer", "text_comment", "empty_cell", ...).
+   *
    * @generated from field: string type = 1;
    */
   type: string;
 
   /**
+   * The text of a text comment.
+   *
    * @generated from field: optional string comment = 2;
    */
   comment?: string | undefined;
 
   /**
+   * The whole decoded value exactly as toncenter's REST API shows it: the constructor under "@type", every field
+   * by its TL-B name, integers as decimal strings, bit strings as uppercase hex, undecoded cells as base64 bags of
+   * cells, nested payloads decoded in place.
+   *
    * @generated from field: google.protobuf.Struct data = 3;
    */
   data?: JsonObject | undefined;
@@ -228,6 +237,8 @@ export type Message = Message$1<"tonquery.v1.Message"> & {
   opcode?: number | undefined;
 
   /**
+   * The name of the opcode's message in tonquery's schema, whether or not the body decodes.
+   *
    * @generated from field: optional string decoded_opcode = 12;
    */
   decodedOpcode?: string | undefined;

@@ -31,7 +31,8 @@ function presentBody(body: MessageBody | undefined): Json | null {
   return {
     hash: body.hash,
     body: body.body ?? null,
-    decoded: body.decoded ? ({ type: body.decoded.type, comment: body.decoded.comment, data: body.decoded.data }) : null,
+    // `data` is the decoded value exactly as toncenter prints it.
+    decoded: body.decoded?.data ?? null,
   };
 }
 
