@@ -21,6 +21,8 @@ export interface Config {
   maxTraceTransactions: number;
   /** Print user-friendly addresses in their testnet form. */
   testnet: boolean;
+  /** Decode message bodies (`decoded`, `decoded_opcode`) against the TL-B schema. */
+  decodeBodies: boolean;
   /** Value of Access-Control-Allow-Origin for browser (gRPC-web, Connect, REST) clients. */
   corsOrigin: string;
   /** How long SIGTERM waits for requests in flight before closing connections. */
@@ -69,6 +71,11 @@ export const settings = {
   maxLimit: { env: "MAX_LIMIT", default: "1000", help: "Largest accepted `limit` of /api/v3/traces." },
   maxTraceTransactions: { env: "MAX_TRACE_TRANSACTIONS", default: "4000", help: "Traces with more transactions are returned with is_incomplete=true and no transactions." },
   testnet: { env: "TESTNET", default: "false", help: "true: user-friendly addresses use the testnet flag." },
+  decodeBodies: {
+    env: "DECODE_BODIES",
+    default: "true",
+    help: "false: return every message's decoded and decoded_opcode as null instead of decoding bodies against the TL-B schema.",
+  },
   corsOrigin: { env: "CORS_ORIGIN", default: "*", help: "Access-Control-Allow-Origin sent to browsers." },
   shutdownTimeoutMs: { env: "SHUTDOWN_TIMEOUT_MS", default: "10000", help: "Grace period for requests in flight after SIGTERM." },
   headersTimeoutMs: {
@@ -130,6 +137,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxLimit: integer(s.maxLimit.env, read(s.maxLimit), 1, 1_000_000),
     maxTraceTransactions: integer(s.maxTraceTransactions.env, read(s.maxTraceTransactions), 1, 10_000_000),
     testnet: boolean(s.testnet.env, read(s.testnet)),
+    decodeBodies: boolean(s.decodeBodies.env, read(s.decodeBodies)),
     corsOrigin: read(s.corsOrigin),
     shutdownTimeoutMs: integer(s.shutdownTimeoutMs.env, read(s.shutdownTimeoutMs), 0, 600_000),
     headersTimeoutMs: integer(s.headersTimeoutMs.env, read(s.headersTimeoutMs), 1, 3_600_000),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Direction } from "../gen/tonquery/v1/service_pb.ts";
 import { readRecording } from "../src/demo/dataset.ts";
 import { selectTransactionsByHash } from "../src/db/transactions.ts";
+import { pageBodyDecoding } from "../src/decoding/page-bodies.ts";
 import { IndexLoader } from "../src/recordings/loader.ts";
 import type { RecordedTransactionsResponse } from "../src/recordings/recorded.ts";
 import { presentTransaction } from "../src/present/v3/transaction.ts";
@@ -31,7 +32,7 @@ afterAll(async () => {
 describe("every recorded Transaction object", () => {
   it("comes out of the presenter as recorded, within the exception list", async () => {
     const hashes = [...recordings.transactions.keys()];
-    const loaded = await selectTransactionsByHash(db.reader, new AbortController().signal, hashes);
+    const loaded = await selectTransactionsByHash(db.reader, new AbortController().signal, hashes, pageBodyDecoding(true));
     expect(loaded).toHaveLength(hashes.length);
     for (const tx of loaded) {
       const { file, tx: recorded } = recordings.transactions.get(tx.hash) as unknown as { file: string; tx: Json };

@@ -3,6 +3,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoRecordings, readRecording } from "../src/demo/dataset.ts";
 import type { RecordedMasterchainInfo } from "../src/recordings/recorded.ts";
+import { demoJettonTransferHex } from "../src/usage.ts";
 import postgres from "postgres";
 import { startDemoDatabase } from "../src/embedded/pglite.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
@@ -73,7 +74,7 @@ describe("npm start with no DATABASE_URL", () => {
 
   it("answers every printed command, run as pasted in a shell", async () => {
     const commands = printedCommands(started.stdout());
-    expect(commands.length).toBe(14);
+    expect(commands.length).toBe(15);
     for (const line of commands) {
       const command = line.replace(/^Health: /, "");
       const { stdout } = await run("sh", ["-c", command], {
@@ -92,6 +93,11 @@ describe("npm start with no DATABASE_URL", () => {
       } else if (/\/api\/v3\/traces|GetTraces/.test(command)) {
         const traces = body.traces as { trace_id?: string; traceId?: string }[];
         expect(traces.length, command).toBeGreaterThan(0);
+      } else if (command.includes(demoJettonTransferHex)) {
+        // The USDT transfer's child was received through a message decoded as a jetton transfer.
+        const [child] = body.transactions as { in_msg: { decoded_opcode: string; message_content: { decoded: Record<string, unknown> } } }[];
+        expect(child?.in_msg.decoded_opcode).toBe("jetton_transfer");
+        expect(child?.in_msg.message_content.decoded).toMatchObject({ "@type": "jetton_transfer", amount: { "@type": "var_uint" } });
       } else if (/adjacentTransactions|GetAdjacentTransactions/i.test(command)) {
         const transactions = body.transactions as { hash: string }[];
         expect(transactions.length, command).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { runQuery, type Sql } from "./client.ts";
+import type { BodyDecoding } from "../decoding/page-bodies.ts";
 import { assembleTransactions, selectMessageRows, selectStateRows, selectTransactionRows, type TransactionRow } from "./transactions.ts";
 
 // Trace selection as toncenter does it. By account: a semi-join, so PostgreSQL can drive the query either from the
@@ -113,7 +114,12 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
  * Every transaction of the given traces, in trace order (lt, then account), as toncenter lists them; their states and
  * messages are read by trace id beside the rows, in the same round.
  */
-export async function selectTraceTransactions(sql: Sql, signal: AbortSignal, traceIds: readonly string[]): Promise<Transaction[]> {
+export async function selectTraceTransactions(
+  sql: Sql,
+  signal: AbortSignal,
+  traceIds: readonly string[],
+  bodies: BodyDecoding,
+): Promise<Transaction[]> {
   if (traceIds.length === 0) return [];
   const owners = { traceIds };
   const [rows, states, messages] = await Promise.all([
@@ -128,5 +134,5 @@ export async function selectTraceTransactions(sql: Sql, signal: AbortSignal, tra
     selectStateRows(sql, signal, owners),
     selectMessageRows(sql, signal, owners),
   ]);
-  return assembleTransactions(rows, states, messages);
+  return assembleTransactions(rows, states, messages, bodies);
 }

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { AccountState, DecodedContent, ExtraCurrencies, Message, MessageBody, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
-import { PageBodyDecoding } from "../decoding/page-bodies.ts";
+import type { BodyDecoding } from "../decoding/page-bodies.ts";
 import { mapInSlices } from "../event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
@@ -42,14 +42,19 @@ export function selectTransactionRows(sql: Sql) {
 }
 
 /** Transactions by hash (index transactions_index_6), ordered by lt. */
-export async function selectTransactionsByHash(sql: Sql, signal: AbortSignal, hashes: readonly string[]): Promise<Transaction[]> {
+export async function selectTransactionsByHash(
+  sql: Sql,
+  signal: AbortSignal,
+  hashes: readonly string[],
+  bodies: BodyDecoding,
+): Promise<Transaction[]> {
   if (hashes.length === 0) return [];
   const rows = await runQuery(
     signal,
     sql,
     (tx) => tx<TransactionRow[]>`${selectTransactionRows(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
   );
-  return completeTransactions(sql, signal, rows);
+  return completeTransactions(sql, signal, rows, bodies);
 }
 
 /**
@@ -61,6 +66,7 @@ export async function selectAdjacentTransactions(
   signal: AbortSignal,
   hash: string,
   direction: Direction | undefined,
+  bodies: BodyDecoding,
 ): Promise<Transaction[]> {
   const rows = await runQuery(
     signal,
@@ -74,7 +80,7 @@ export async function selectAdjacentTransactions(
         where M1.tx_hash = ${hash} ${direction === undefined ? sql`` : sql`and M1.direction = ${direction}`})
       order by T.lt, T.hash`,
   );
-  return completeTransactions(sql, signal, rows);
+  return completeTransactions(sql, signal, rows, bodies);
 }
 
 /** Transactions turned into objects in one turn of the event loop (see mapInSlices). */
@@ -112,11 +118,16 @@ export function selectStateRows(sql: Sql, signal: AbortSignal, owners: Transacti
 }
 
 /** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
-async function completeTransactions(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<Transaction[]> {
+async function completeTransactions(
+  sql: Sql,
+  signal: AbortSignal,
+  rows: readonly TransactionRow[],
+  bodies: BodyDecoding,
+): Promise<Transaction[]> {
   if (rows.length === 0) return [];
   const owners = { txHashes: [...new Set(rows.map((r) => r.hash))] };
   const [states, messages] = await Promise.all([selectStateRows(sql, signal, owners), selectMessageRows(sql, signal, owners)]);
-  return assembleTransactions(rows, states, messages);
+  return assembleTransactions(rows, states, messages, bodies);
 }
 
 /** Transaction rows with their states and messages, as Transactions in the rows' order. */
@@ -124,10 +135,10 @@ export function assembleTransactions(
   rows: readonly TransactionRow[],
   states: readonly AccountStateRow[],
   messages: readonly MessageRow[],
+  bodies: BodyDecoding,
 ): Promise<Transaction[]> {
   const stateByHash = new Map(states.map((s) => [s.hash, s]));
   const messagesByTx = groupMessages(messages);
-  const bodies = new PageBodyDecoding();
   const scan = (message: MessageRow) => scanMessage(message, bodies);
   return mapInSlices(rows, transactionsPerSlice, (row) => {
     const own = messagesByTx.get(row.hash);
@@ -204,7 +215,7 @@ function messageBody(hash: string | null, body: string | null, decoded: DecodedC
   return { $typeName: "tonquery.v1.MessageBody", hash, body: optional(body), decoded };
 }
 
-function scanMessage(row: MessageRow, bodies: PageBodyDecoding): Message {
+function scanMessage(row: MessageRow, bodies: BodyDecoding): Message {
   // The index stores the first 32 bits of the body as a signed int.
   const opcode = row.opcode === null ? undefined : row.opcode >>> 0;
   return {

@@ -12,8 +12,8 @@ import { type Constructor, TlbSchema } from "./tlb-schema.ts";
 //   field are ignored, as tlbc's printer ignores them;
 // - a body whose opcode no message body has is tried as a wallet's signed external request (highload v3, then
 //   wallets v4, v3 and v1/v2, with as many messages as the body has references), which must use the whole body;
-// - every cell in the result (a `Cell` field, a `^Cell`, a forward payload) is decoded the same way, ten levels
-//   deep at most, and left as a base64 bag of cells where it does not decode;
+// - every cell in the result (a `Cell` field, a `^Cell`, a forward payload) is decoded the same way, eleven
+//   levels below the body at most, and left as a base64 bag of cells where it does not decode;
 // - an empty body is {"@type":"empty_cell"}; a top-level text comment keeps toncenter's older form beside the
 //   new one; anything else that does not decode is null.
 // `decoded_opcode` is the name of the first message body with the opcode, whether or not the body decodes.
@@ -30,8 +30,15 @@ const schemaFiles = [
   "bidask.tlb",
   "staking.tlb",
   "swap-coffee.tlb",
+  "multisig.tlb",
+  "vesting.tlb",
+  "nominators.tlb",
+  "payments.tlb",
+  "storage.tlb",
+  "staking-more.tlb",
 ];
 
+/** ton-marker replaces nested bags of cells at recursion depths 0 to 10: eleven levels below the body. */
 const maxNesting = 10;
 const walletMessagesMax = 4;
 
@@ -117,7 +124,7 @@ export class MessageBodyDecoder {
   #print(value: Decoded, depth: number): JsonValue {
     if (typeof value === "string" || typeof value === "boolean") return value;
     if (value instanceof Cell) {
-      const nested = depth < maxNesting ? this.#decodeCell(value, depth + 1) : undefined;
+      const nested = depth <= maxNesting ? this.#decodeCell(value, depth + 1) : undefined;
       return nested ?? serializeBoc(value, { crc32c: false }).toString("base64");
     }
     if (Array.isArray(value)) return value.map((item) => this.#print(item, depth));

@@ -9,6 +9,7 @@ import {
 import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { selectAddressBook } from "../db/address-book.ts";
 import { selectAdjacentTransactions } from "../db/transactions.ts";
+import { pageBodyDecoding } from "../decoding/page-bodies.ts";
 import type { ServiceDeps } from "../service-deps.ts";
 import { parseHash } from "../ton/hash.ts";
 import { invalidParameter } from "./validation.ts";
@@ -23,7 +24,8 @@ export async function getAdjacentTransactions(
   if (hash === undefined) throw invalidParameter("hash");
   const direction = request.direction === Direction.IN ? "in" : request.direction === Direction.OUT ? "out" : undefined;
 
-  const transactions = await selectAdjacentTransactions(deps.db.sql, context.signal, hash, direction);
+  const bodies = pageBodyDecoding(deps.config.decodeBodies);
+  const transactions = await selectAdjacentTransactions(deps.db.sql, context.signal, hash, direction, bodies);
   if (transactions.length === 0) throw new ConnectError("adjacent transactions not found", Code.NotFound);
   const addressBook = await selectAddressBook(deps.db.sql, context.signal, transactionAddresses(transactions), deps.config.testnet);
   return create(GetAdjacentTransactionsResponseSchema, { transactions, addressBook });

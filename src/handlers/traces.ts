@@ -15,6 +15,7 @@ import { selectAddressBook } from "../db/address-book.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
+import { pageBodyDecoding } from "../decoding/page-bodies.ts";
 import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow } from "../db/traces.ts";
 import { type HeldSlots, transactionsWeight } from "../admission.ts";
 import { forEachSlice } from "../event-loop.ts";
@@ -84,10 +85,11 @@ export async function streamTraces<T>(
   await slots?.resize(transactionsWeight(rows.reduce((sum, row) => sum + (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0), 0)));
 
   const actionTypes = request.includeActions ? expandActionTypes(supportedActionTypes) : undefined;
+  const bodies = pageBodyDecoding(config.decodeBodies);
   const loadChunk = async (chunkRows: readonly TraceRow[]) => {
     const loadable = chunkRows.filter(isLoadable).map((row) => row.trace_id);
     const [transactions, actions] = await Promise.all([
-      selectTraceTransactions(sql, context.signal, loadable),
+      selectTraceTransactions(sql, context.signal, loadable, bodies),
       actionTypes !== undefined && loadable.length > 0
         ? selectTraceActionRows(sql, context.signal, loadable, actionTypes).then((rows) => traceActions(rows, { testnet: config.testnet }))
         : new Map<string, TraceAction[]>(),
