@@ -77,6 +77,33 @@ describe("GET /api/v3/adjacentTransactions on the recorded traces", () => {
     }
   });
 
+  it("decodes message bodies, in REST and in the typed API's DecodedContent, unless DECODE_BODIES=false", async () => {
+    const usdtTransfer = "3a75b3b25f5ee2741977a8820b2e87a058fe82b5f645c1faf0ca0d5b80efe49c";
+    const path = `/api/v3/adjacentTransactions?hash=${usdtTransfer}&direction=out`;
+    type Decoded = { transactions: { in_msg: { decoded_opcode: string | null; message_content: { decoded: Json | null } } }[] };
+    const decoded = (await server.rest(path)).body as Decoded;
+    const inMsg = decoded.transactions[0]?.in_msg;
+    expect(inMsg?.decoded_opcode).toBe("jetton_transfer");
+    expect(inMsg?.message_content.decoded).toMatchObject({ "@type": "jetton_transfer", forward_payload: { "@type": "first_from_either" } });
+
+    const typed = await server.client("grpc").getAdjacentTransactions({ hash: usdtTransfer, direction: Direction.OUT });
+    const content = typed.transactions[0]?.inMsg?.messageContent?.decoded;
+    expect(content?.type).toBe("jetton_transfer");
+    expect(content?.data).toEqual(inMsg?.message_content.decoded);
+    expect(typed.transactions[0]?.inMsg?.decodedOpcode).toBe("jetton_transfer");
+
+    const plain = await startTestServer(db.url, { DECODE_BODIES: "false" });
+    try {
+      const undecoded = (await plain.rest(path)).body as Decoded;
+      for (const tx of undecoded.transactions) {
+        expect(tx.in_msg.decoded_opcode).toBeNull();
+        expect(tx.in_msg.message_content.decoded).toBeNull();
+      }
+    } finally {
+      await plain.close();
+    }
+  });
+
   it("returns the parent of a child with direction=in, and both with no direction", async () => {
     const [family] = recordedFamilies();
     const child = family?.children[0] as Json;

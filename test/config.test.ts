@@ -23,6 +23,7 @@ describe("configuration", () => {
       idleTimeoutMs: 65000,
       maxConnections: 2000,
       dbConnectTimeoutMs: 1000,
+      decodeBodies: true,
       maxListValues: 256,
     });
   });
@@ -48,6 +49,7 @@ describe("configuration", () => {
     [{ PORT: "http" }, "PORT must be a whole number"],
     [{ PORT: "70000" }, "PORT must be between 0 and 65535"],
     [{ TESTNET: "maybe" }, "TESTNET must be true or false"],
+    [{ DECODE_BODIES: "sometimes" }, "DECODE_BODIES must be true or false"],
     [{ DB_POOL_SIZE: "0" }, "DB_POOL_SIZE must be between 1 and 1000"],
     [{ DEFAULT_LIMIT: "2000" }, "DEFAULT_LIMIT (2000) must not exceed MAX_LIMIT (1000)"],
   ])("refuses %o", (env, message) => {

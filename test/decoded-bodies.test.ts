@@ -6,6 +6,7 @@ import { MessageBodyDecoder } from "../src/decoding/message-body.ts";
 import { pageBodyDecoding } from "../src/decoding/page-bodies.ts";
 import { TlbDecoder } from "../src/decoding/tlb-decoder.ts";
 import { TlbSchema } from "../src/decoding/tlb-schema.ts";
+import { fromCoreCell } from "../src/ton/raw-cell.ts";
 
 const decoder = new MessageBodyDecoder();
 const fixtures = new URL("../fixtures/toncenter/", import.meta.url);
@@ -134,7 +135,7 @@ describe("the message body decoder", () => {
     schema.add("_ dict:(HashmapE 8 uint16) = Test;", "test");
     const dict = Dictionary.empty(Dictionary.Keys.Uint(8), Dictionary.Values.Uint(16));
     dict.set(1, 100).set(2, 200).set(200, 7);
-    const value = new TlbDecoder(schema).decodeApplied("Test", [], beginCell().storeDict(dict).endCell()) as Json;
+    const value = new TlbDecoder(schema).decodeApplied("Test", [], fromCoreCell(beginCell().storeDict(dict).endCell())) as Json;
     const leaves: string[] = [];
     const walk = (v: unknown) => {
       if (!isObject(v)) return;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
-import { Cell } from "@ton/core";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { serializeBoc } from "../ton/boc.ts";
+import { parseRawBoc, RawCell, toCoreCell } from "../ton/raw-cell.ts";
 import { type Decoded, TlbDecoder } from "./tlb-decoder.ts";
 import { type Constructor, TlbSchema } from "./tlb-schema.ts";
 
@@ -80,12 +80,8 @@ export class MessageBodyDecoder {
 
   /** A message body (a base64 bag of cells) as toncenter's `decoded`, or undefined where it gives null. */
   decodeBody(bodyBoc: string): JsonObject | undefined {
-    let cell: Cell;
-    try {
-      cell = Cell.fromBase64(bodyBoc);
-    } catch {
-      return undefined;
-    }
+    const cell = parseRawBoc(Buffer.from(bodyBoc, "base64"));
+    if (cell === undefined) return undefined;
     const value = this.#decodeCell(cell, 0);
     if (value === undefined) return undefined;
     if (value["@type"] === "text_comment" && typeof value.text === "string") {
@@ -95,11 +91,11 @@ export class MessageBodyDecoder {
     return value;
   }
 
-  #decodeCell(cell: Cell, depth: number): JsonObject | undefined {
-    if (cell.isExotic) return undefined;
-    if (cell.bits.length === 0 && cell.refs.length === 0) return { "@type": "empty_cell" };
-    if (cell.bits.length < 32) return undefined;
-    const opcode = cell.beginParse().preloadUint(32);
+  #decodeCell(cell: RawCell, depth: number): JsonObject | undefined {
+    if (cell.exotic) return undefined;
+    if (cell.bitLength === 0 && cell.refs.length === 0) return { "@type": "empty_cell" };
+    if (cell.bitLength < 32) return undefined;
+    const opcode = cell.uint(0, 32);
     const candidates = [...(this.#bodies.get(opcode) ?? []), ...(this.#payloads.get(opcode) ?? [])];
     let value = this.#decoder.decodeAs(candidates, cell, false);
     if (value === undefined && !this.#names.has(opcode)) value = this.#decodeWalletRequest(cell);
@@ -107,7 +103,7 @@ export class MessageBodyDecoder {
     return this.#print(value, depth) as JsonObject;
   }
 
-  #decodeWalletRequest(cell: Cell): Decoded | undefined {
+  #decodeWalletRequest(cell: RawCell): Decoded | undefined {
     const messages = cell.refs.length;
     const attempts: Array<[string, number[]]> = [["HighloadV3Body", []]];
     if (messages <= walletMessagesMax) {
@@ -123,9 +119,9 @@ export class MessageBodyDecoder {
   /** Turns the cells left in a decoded value into what toncenter prints for them. */
   #print(value: Decoded, depth: number): JsonValue {
     if (typeof value === "string" || typeof value === "boolean") return value;
-    if (value instanceof Cell) {
+    if (value instanceof RawCell) {
       const nested = depth <= maxNesting ? this.#decodeCell(value, depth + 1) : undefined;
-      return nested ?? serializeBoc(value, { crc32c: false }).toString("base64");
+      return nested ?? serializeBoc(toCoreCell(value), { crc32c: false }).toString("base64");
     }
     if (Array.isArray(value)) return value.map((item) => this.#print(item, depth));
     const out: JsonObject = {};

@@ -1,4 +1,4 @@
-import { beginCell, BitReader, type Cell } from "@ton/core";
+import { RawCell, restOfRawCell } from "../ton/raw-cell.ts";
 import type { Constructor, Field, TlbSchema, TypeExpr } from "./tlb-schema.ts";
 
 // Reads cells against a compiled TL-B schema and prints the value the way tlbc's generic JSON printer does, which
@@ -15,7 +15,7 @@ import type { Constructor, Field, TlbSchema, TypeExpr } from "./tlb-schema.ts";
 // undefined, never half an object, and never throws on any input.
 
 /** A decoded value: JSON, except that cells are left as Cells. */
-export type Decoded = string | boolean | Cell | Decoded[] | { [key: string]: Decoded };
+export type Decoded = string | boolean | RawCell | Decoded[] | { [key: string]: Decoded };
 
 interface TypeClosure {
   readonly expr: TypeExpr;
@@ -36,21 +36,18 @@ const sizedInteger = /^(u?int|bits)(\d+)$/;
 class Cursor {
   bit = 0;
   ref = 0;
-  readonly cell: Cell;
-  constructor(cell: Cell) {
+  readonly cell: RawCell;
+  constructor(cell: RawCell) {
     this.cell = cell;
   }
   get bitsLeft(): number {
-    return this.cell.bits.length - this.bit;
+    return this.cell.bitLength - this.bit;
   }
   get refsLeft(): number {
     return this.cell.refs.length - this.ref;
   }
   get atEnd(): boolean {
     return this.bitsLeft === 0 && this.refsLeft === 0;
-  }
-  reader(): BitReader {
-    return new BitReader(this.cell.bits, this.bit);
   }
 }
 
@@ -77,8 +74,8 @@ export class TlbDecoder {
    * Decodes `cell` as one of the given constructors (tried in order), requiring it to start with that
    * constructor's tag. `complete` also requires the cell's own bits and references to be used up.
    */
-  decodeAs(constructors: readonly Constructor[], cell: Cell, complete: boolean): Decoded | undefined {
-    if (cell.isExotic) return undefined;
+  decodeAs(constructors: readonly Constructor[], cell: RawCell, complete: boolean): Decoded | undefined {
+    if (cell.exotic) return undefined;
     for (const constructor of constructors) {
       this.#steps = stepBudget;
       const cursor = new Cursor(cell);
@@ -94,8 +91,8 @@ export class TlbDecoder {
   }
 
   /** Decodes the whole of `cell` as the named type applied to natural arguments (`WalletMsgs 2`). */
-  decodeApplied(typeName: string, args: readonly number[], cell: Cell): Decoded | undefined {
-    if (cell.isExotic) return undefined;
+  decodeApplied(typeName: string, args: readonly number[], cell: RawCell): Decoded | undefined {
+    if (cell.exotic) return undefined;
     this.#steps = stepBudget;
     const cursor = new Cursor(cell);
     const argExprs: TypeExpr[] = args.map((value) => ({ k: "num", value }));
@@ -112,7 +109,7 @@ export class TlbDecoder {
     if (--this.#steps < 0) return fail;
     if (constructor.tagBits > 0) {
       if (cursor.bitsLeft < constructor.tagBits) return fail;
-      if (cursor.reader().loadUintBig(constructor.tagBits) !== constructor.tag) return fail;
+      if (cursor.cell.bigint(cursor.bit, constructor.tagBits, false) !== constructor.tag) return fail;
       cursor.bit += constructor.tagBits;
     }
     const out: { [key: string]: Decoded } = constructor.name === "" ? {} : { "@type": constructor.name };
@@ -183,7 +180,7 @@ export class TlbDecoder {
       }
       if (name === "Bool") {
         if (cursor.bitsLeft < 1) return fail;
-        return cursor.cell.bits.at(cursor.bit++);
+        return cursor.cell.bit(cursor.bit++);
       }
       if (cellRenderNames.has(name)) return this.#rest(cursor);
       if (name === "SnakeString") return this.#snakeString(cursor);
@@ -225,54 +222,57 @@ export class TlbDecoder {
 
   #reference(inner: TypeExpr, env: Env, cursor: Cursor, passedAsArgument: boolean): Result {
     if (cursor.refsLeft < 1) return fail;
-    const child = cursor.cell.refs[cursor.ref++] as Cell;
+    const child = cursor.cell.refs[cursor.ref++] as RawCell;
     if (inner.k === "name" && inner.args.length === 0 && cellRenderNames.has(inner.name) && !env.has(inner.name)) {
       return child;
     }
-    if (child.isExotic) return fail;
+    if (child.exotic) return fail;
     const childCursor = new Cursor(child);
     const value = this.#value(inner, env, childCursor, false);
     if (value === fail || value === absent || !childCursor.atEnd) return fail;
     return passedAsArgument ? { cell_reference: value } : value;
   }
 
-  #rest(cursor: Cursor): Cell {
+  #rest(cursor: Cursor): RawCell {
     const { cell } = cursor;
-    const whole = cursor.bit === 0 && cursor.ref === 0;
-    const rest = whole ? cell : restOf(cell, cursor.bit, cursor.ref);
-    cursor.bit = cell.bits.length;
+    const rest = restOfRawCell(cell, cursor.bit, cursor.ref);
+    cursor.bit = cell.bitLength;
     cursor.ref = cell.refs.length;
     return rest;
   }
 
   #snakeString(cursor: Cursor): Result {
-    const rest = this.#rest(cursor);
-    try {
-      return rest.beginParse().loadStringTail();
-    } catch {
-      return fail;
+    // Whole bytes in this cell, then in each first reference, as tonlib and @ton/core write text.
+    const chunks: Uint8Array[] = [];
+    let cell: RawCell | undefined = restOfRawCell(cursor.cell, cursor.bit, cursor.ref);
+    cursor.bit = cursor.cell.bitLength;
+    cursor.ref = cursor.cell.refs.length;
+    while (cell !== undefined) {
+      if (cell.bitLength % 8 !== 0 || cell.refs.length > 1 || cell.exotic) return fail;
+      chunks.push(cell.data.subarray(0, cell.bitLength / 8));
+      cell = cell.refs[0];
     }
+    return Buffer.concat(chunks).toString("utf8");
   }
 
   #sized(kind: string, width: number, cursor: Cursor): Result {
     if (cursor.bitsLeft < width) return fail;
     if (kind === "bits") return this.#bits(width, cursor);
-    const reader = cursor.reader();
+    const at = cursor.bit;
     cursor.bit += width;
-    if (width === 0) {
-      this.#lastNat = 0;
-      return "0";
+    if (kind === "uint" && width <= 32) {
+      const value = cursor.cell.uint(at, width);
+      this.#lastNat = value;
+      return String(value);
     }
-    const value = kind === "uint" ? reader.loadUintBig(width) : reader.loadIntBig(width);
-    if (kind === "uint" && width <= 32) this.#lastNat = Number(value);
-    return value.toString();
+    return cursor.cell.bigint(at, width, kind === "int").toString();
   }
 
   #bits(width: number, cursor: Cursor): Result {
     if (cursor.bitsLeft < width) return fail;
-    const bits = cursor.reader().loadBits(width);
+    const hex = cursor.cell.hex(cursor.bit, width);
     cursor.bit += width;
-    return bits.toString();
+    return hex;
   }
 
   #natural(type: Extract<TypeExpr, { k: "nat" }>, env: Env, cursor: Cursor): Result {
@@ -290,7 +290,7 @@ export class TlbDecoder {
       }
     }
     if (width > 32 || cursor.bitsLeft < width) return width > 32 ? this.#sized("uint", width, cursor) : fail;
-    const value = width === 0 ? 0 : cursor.reader().loadUint(width);
+    const value = cursor.cell.uint(cursor.bit, width);
     if (limit !== undefined && value > limit) return fail;
     cursor.bit += width;
     this.#lastNat = value;
@@ -406,10 +406,4 @@ function bindArguments(constructor: Constructor, args: readonly Arg[]): Env | un
     }
   }
   return env;
-}
-
-function restOf(cell: Cell, bit: number, ref: number): Cell {
-  const builder = beginCell().storeBits(cell.bits.substring(bit, cell.bits.length - bit));
-  for (let i = ref; i < cell.refs.length; i++) builder.storeRef(cell.refs[i] as Cell);
-  return builder.endCell();
 }

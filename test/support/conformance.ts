@@ -51,7 +51,8 @@ export const decodedTally = {
  */
 function conformDecoded(ours: unknown, recorded: unknown): unknown {
   if (!isObject(recorded)) {
-    // A toncenter before ton-marker (2025) left null what it could not decode: the jetton family only.
+    // Toncenter versions before late 2025 decoded fewer bodies (wallet requests, bounces, empty cells and most
+    // families came later; text comments only, in the oldest): a recorded null where ours decodes is version drift.
     if (recorded === null && isObject(ours)) {
       decodedTally.recordedNullDecodedNow.push(String(ours["@type"]));
       return null;
@@ -115,6 +116,17 @@ function conformDescription(ours: unknown, recorded: unknown): unknown {
   if (isObject(ourCompute) && isObject(theirCompute) && theirCompute.type === "vm" && !("skipped" in theirCompute)) {
     const { skipped: _skipped, ...rest } = ourCompute;
     out.compute_ph = { ...rest, type: "vm" };
+  }
+  // 2024 toncenter wrote a skipped compute phase as {type: "skipped", skip_reason} instead of {skipped: true, reason}.
+  if (
+    isObject(ourCompute) &&
+    isObject(theirCompute) &&
+    theirCompute.type === "skipped" &&
+    ourCompute.skipped === true &&
+    ourCompute.reason === theirCompute.skip_reason &&
+    Object.keys(ourCompute).every((key) => key === "skipped" || key === "reason")
+  ) {
+    out.compute_ph = theirCompute;
   }
   // A credit above 2^63-1 (seen on testnet) does not fit the index's bigint column; the worker stores NULL.
   const [ourCredit, theirCredit] = [out.credit_ph, recorded.credit_ph];

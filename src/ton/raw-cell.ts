@@ -1,0 +1,161 @@
+import { BitString, Cell } from "@ton/core";
+
+// Cells read straight from a bag of cells, for reading message bodies many times per page.
+//
+// We do not use @ton/core's Cell.fromBoc here: it checks the CRC and computes every cell's SHA-256 hash and
+// depth as it builds it, which was over half of the time of decoding a body (measured on the bench index), and a
+// decoder needs neither (the bodies come from the index, hashes and all). A RawCell is the cell's data and its
+// references, nothing else; `toCoreCell` turns one into a @ton/core Cell where a hash or a bag of cells is needed.
+
+export class RawCell {
+  /** The data bits, left-aligned, without the completion tag. */
+  readonly data: Uint8Array;
+  readonly bitLength: number;
+  readonly refs: readonly RawCell[];
+  readonly exotic: boolean;
+
+  constructor(data: Uint8Array, bitLength: number, refs: readonly RawCell[], exotic: boolean) {
+    this.data = data;
+    this.bitLength = bitLength;
+    this.refs = refs;
+    this.exotic = exotic;
+  }
+
+  bit(index: number): boolean {
+    return (((this.data[index >> 3] as number) >> (7 - (index & 7))) & 1) === 1;
+  }
+
+  /** The unsigned integer of `width` bits (at most 48) at `offset`. */
+  uint(offset: number, width: number): number {
+    let value = 0;
+    for (let i = 0; i < width; i++) value = value * 2 + (this.bit(offset + i) ? 1 : 0);
+    return value;
+  }
+
+  /** The integer of `width` bits at `offset`, of any width, signed or not. */
+  bigint(offset: number, width: number, signed: boolean): bigint {
+    let value = 0n;
+    let at = offset;
+    for (let left = width; left > 0; ) {
+      const chunk = Math.min(left, 32);
+      value = (value << BigInt(chunk)) | BigInt(this.uint(at, chunk));
+      at += chunk;
+      left -= chunk;
+    }
+    return signed && width > 0 && this.bit(offset) ? value - (1n << BigInt(width)) : value;
+  }
+
+  /** `width` bits at `offset` as uppercase hex, TON's way: a length not a multiple of 4 is completed with 1 then 0s and marked "_". */
+  hex(offset: number, width: number): string {
+    let out = "";
+    const whole = width - (width % 4);
+    for (let i = 0; i < whole; i += 4) out += hexDigits[this.uint(offset + i, 4)];
+    if (whole === width) return out;
+    const tail = width - whole;
+    const nibble = (this.uint(offset + whole, tail) << (4 - tail)) | (1 << (3 - tail));
+    return `${out}${hexDigits[nibble]}_`;
+  }
+}
+
+const hexDigits = "0123456789ABCDEF";
+
+const bocMagic = 0xb5ee9c72;
+
+function readSize(bytes: Uint8Array, at: number, size: number): number {
+  let value = 0;
+  for (let i = 0; i < size; i++) value = value * 256 + (bytes[at + i] as number);
+  return value;
+}
+
+/** The root cell of a bag of cells, or undefined if the bytes are not one. Only the standard layout (b5ee9c72). */
+export function parseRawBoc(bytes: Uint8Array): RawCell | undefined {
+  if (bytes.length < 6 || readSize(bytes, 0, 4) !== bocMagic) return undefined;
+  const flags = bytes[4] as number;
+  const hasIndex = (flags & 0x80) !== 0;
+  const size = flags & 0x07;
+  const offBytes = bytes[5] as number;
+  if (size < 1 || size > 4 || offBytes < 1 || offBytes > 8) return undefined;
+  let at = 6;
+  const header = (n: number) => {
+    const value = readSize(bytes, at, n);
+    at += n;
+    return value;
+  };
+  if (bytes.length < at + 3 * size + offBytes) return undefined;
+  const cellCount = header(size);
+  const rootCount = header(size);
+  header(size); // absent cells
+  const totalSize = header(offBytes);
+  if (rootCount < 1 || cellCount < 1 || cellCount > bytes.length) return undefined;
+  const root = header(size);
+  at += (rootCount - 1) * size;
+  if (hasIndex) at += cellCount * offBytes;
+  const end = at + totalSize;
+  if (end > bytes.length) return undefined;
+
+  const raw: { data: Uint8Array; bitLength: number; refs: number[]; exotic: boolean }[] = [];
+  for (let i = 0; i < cellCount; i++) {
+    if (at + 2 > end) return undefined;
+    const d1 = bytes[at++] as number;
+    const d2 = bytes[at++] as number;
+    const refCount = d1 & 7;
+    const exotic = (d1 & 8) !== 0;
+    if (refCount > 4) return undefined;
+    if ((d1 & 16) !== 0) {
+      // Stored hashes and depths: one of each per level present in the level mask, plus the base one.
+      const levelMask = d1 >> 5;
+      const levels = 1 + ((levelMask & 1) + ((levelMask >> 1) & 1) + ((levelMask >> 2) & 1));
+      at += levels * (32 + 2);
+    }
+    const byteLength = (d2 + 1) >> 1;
+    if (at + byteLength + refCount * size > end) return undefined;
+    const data = bytes.subarray(at, at + byteLength);
+    at += byteLength;
+    let bitLength = byteLength * 8;
+    if (d2 % 2 === 1) {
+      // The last byte ends with a completion tag: a 1 bit, then zeros.
+      const last = data[byteLength - 1] as number;
+      if (last === 0) return undefined;
+      bitLength -= 1 + Math.log2(last & -last);
+    }
+    const refs: number[] = [];
+    for (let r = 0; r < refCount; r++) {
+      const index = header(size);
+      if (index <= i || index >= cellCount) return undefined;
+      refs.push(index);
+    }
+    raw.push({ data, bitLength, refs, exotic });
+  }
+  if (root >= cellCount) return undefined;
+  const cells: RawCell[] = new Array(cellCount);
+  for (let i = cellCount - 1; i >= 0; i--) {
+    const { data, bitLength, refs, exotic } = raw[i] as (typeof raw)[number];
+    cells[i] = new RawCell(data, bitLength, refs.map((index) => cells[index] as RawCell), exotic);
+  }
+  return cells[root];
+}
+
+/** The cell made of `cell`'s bits from `bit` on and references from `ref` on. */
+export function restOfRawCell(cell: RawCell, bit: number, ref: number): RawCell {
+  if (bit === 0 && ref === 0) return cell;
+  const bitLength = cell.bitLength - bit;
+  const data = new Uint8Array((bitLength + 7) >> 3);
+  for (let i = 0; i < bitLength; i++) if (cell.bit(bit + i)) data[i >> 3] = (data[i >> 3] as number) | (0x80 >> (i & 7));
+  return new RawCell(data, bitLength, cell.refs.slice(ref), false);
+}
+
+/** A @ton/core Cell with the same content, for its hash or its bag of cells. */
+export function toCoreCell(cell: RawCell): Cell {
+  return new Cell({
+    exotic: cell.exotic,
+    bits: new BitString(Buffer.from(cell.data.buffer, cell.data.byteOffset, cell.data.byteLength), 0, cell.bitLength),
+    refs: cell.refs.map(toCoreCell),
+  });
+}
+
+/** A RawCell with the same content as a @ton/core Cell. */
+export function fromCoreCell(cell: Cell): RawCell {
+  const bytes = Buffer.alloc((cell.bits.length + 7) >> 3);
+  for (let i = 0; i < cell.bits.length; i++) if (cell.bits.at(i)) bytes[i >> 3] = (bytes[i >> 3] as number) | (0x80 >> (i & 7));
+  return new RawCell(bytes, cell.bits.length, cell.refs.map(fromCoreCell), cell.isExotic);
+}
