@@ -28,7 +28,15 @@ export class RawCell {
   /** The unsigned integer of `width` bits (at most 48) at `offset`. */
   uint(offset: number, width: number): number {
     let value = 0;
-    for (let i = 0; i < width; i++) value = value * 2 + (this.bit(offset + i) ? 1 : 0);
+    let at = offset;
+    for (let left = width; left > 0; ) {
+      const inByte = at & 7;
+      const take = Math.min(8 - inByte, left);
+      const bits = ((this.data[at >> 3] as number) >> (8 - inByte - take)) & ((1 << take) - 1);
+      value = value * (1 << take) + bits;
+      at += take;
+      left -= take;
+    }
     return value;
   }
 
@@ -72,6 +80,7 @@ export function parseRawBoc(bytes: Uint8Array): RawCell | undefined {
   if (bytes.length < 6 || readSize(bytes, 0, 4) !== bocMagic) return undefined;
   const flags = bytes[4] as number;
   const hasIndex = (flags & 0x80) !== 0;
+  const crcBytes = (flags & 0x40) !== 0 ? 4 : 0;
   const size = flags & 0x07;
   const offBytes = bytes[5] as number;
   if (size < 1 || size > 4 || offBytes < 1 || offBytes > 8) return undefined;
@@ -91,7 +100,8 @@ export function parseRawBoc(bytes: Uint8Array): RawCell | undefined {
   at += (rootCount - 1) * size;
   if (hasIndex) at += cellCount * offBytes;
   const end = at + totalSize;
-  if (end > bytes.length) return undefined;
+  // The checksum is not verified (the bags come from the index), but a bag cut short is refused.
+  if (end + crcBytes > bytes.length) return undefined;
 
   const raw: { data: Uint8Array; bitLength: number; refs: number[]; exotic: boolean }[] = [];
   for (let i = 0; i < cellCount; i++) {
