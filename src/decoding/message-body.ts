@@ -116,16 +116,24 @@ export class MessageBodyDecoder {
     return undefined;
   }
 
-  /** Turns the cells left in a decoded value into what toncenter prints for them. */
+  /**
+   * Turns the cells left in a decoded value into what toncenter prints for them, in place: the value was built
+   * by this decode and nothing else holds it.
+   */
   #print(value: Decoded, depth: number): JsonValue {
-    if (typeof value === "string" || typeof value === "boolean") return value;
     if (value instanceof RawCell) {
       const nested = depth <= maxNesting ? this.#decodeCell(value, depth + 1) : undefined;
       return nested ?? serializeBoc(toCoreCell(value), { crc32c: false }).toString("base64");
     }
-    if (Array.isArray(value)) return value.map((item) => this.#print(item, depth));
-    const out: JsonObject = {};
-    for (const key in value) out[key] = this.#print(value[key] as Decoded, depth);
-    return out;
+    if (typeof value !== "object") return value;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = this.#print(value[i] as Decoded, depth) as Decoded;
+    } else {
+      for (const key in value) {
+        const field = value[key] as Decoded;
+        if (typeof field === "object") value[key] = this.#print(field, depth) as Decoded;
+      }
+    }
+    return value as JsonValue;
   }
 }
