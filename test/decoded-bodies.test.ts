@@ -107,6 +107,15 @@ describe("the message body decoder", () => {
     expect(decoder.decodeBody("not a bag of cells")).toBeUndefined();
   });
 
+  it("gives null for a body carrying a malformed exotic cell, which cannot be printed", () => {
+    // A bounce whose payload refers to a "pruned branch" cell with a bad level.
+    const root = Buffer.from([0x01, 0x08, 0xff, 0xff, 0xff, 0xff, 0x01]);
+    const pruned = Buffer.from([0x08, 0x04, 0x01, 0x77]);
+    const cells = Buffer.concat([root, pruned]);
+    const boc = Buffer.concat([Buffer.from("b5ee9c72", "hex"), Buffer.from([0x01, 0x01, 0x02, 0x01, 0x00, cells.length, 0x00]), cells]);
+    expect(decoder.decodeBody(boc.toString("base64"))).toBeUndefined();
+  });
+
   it("names an opcode whether or not its body decodes", () => {
     expect(decoder.opcodeName(0x0f8a7ea5)).toBe("jetton_transfer");
     expect(decoder.opcodeName(0)).toBe("text_comment");

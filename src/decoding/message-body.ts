@@ -60,6 +60,20 @@ function byOpcode(constructors: readonly Constructor[]): Map<number, Constructor
   return map;
 }
 
+/** A cell carried by a body that cannot be printed: the whole body then decodes to null, never to half an object. */
+class UnprintableCell extends Error {}
+
+function bagOfCells(cell: RawCell): string {
+  let core;
+  try {
+    core = toCoreCell(cell);
+  } catch (error) {
+    // @ton/core refuses to build a malformed exotic cell (a pruned branch or library cell with bad data).
+    throw new UnprintableCell(String(error));
+  }
+  return serializeBoc(core, { crc32c: false }).toString("base64");
+}
+
 export class MessageBodyDecoder {
   readonly #decoder: TlbDecoder;
   readonly #bodies: Map<number, Constructor[]>;
@@ -82,7 +96,13 @@ export class MessageBodyDecoder {
   decodeBody(bodyBoc: string): JsonObject | undefined {
     const cell = parseRawBoc(Buffer.from(bodyBoc, "base64"));
     if (cell === undefined) return undefined;
-    const value = this.#decodeCell(cell, 0);
+    let value: JsonObject | undefined;
+    try {
+      value = this.#decodeCell(cell, 0);
+    } catch (error) {
+      if (error instanceof UnprintableCell) return undefined;
+      throw error;
+    }
     if (value === undefined) return undefined;
     if (value["@type"] === "text_comment" && typeof value.text === "string") {
       // Toncenter's Go layer keeps the pre-2025 form of a comment for the clients that read it.
@@ -123,7 +143,7 @@ export class MessageBodyDecoder {
   #print(value: Decoded, depth: number): JsonValue {
     if (value instanceof RawCell) {
       const nested = depth <= maxNesting ? this.#decodeCell(value, depth + 1) : undefined;
-      return nested ?? serializeBoc(toCoreCell(value), { crc32c: false }).toString("base64");
+      return nested ?? bagOfCells(value);
     }
     if (typeof value !== "object") return value;
     if (Array.isArray(value)) {
