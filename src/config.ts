@@ -23,6 +23,8 @@ export interface Config {
   testnet: boolean;
   /** Decode message bodies (`decoded`, `decoded_opcode`) against the TL-B schema. */
   decodeBodies: boolean;
+  /** Decoded bodies kept by body hash for later responses. */
+  decodedBodyCache: number;
   /** Value of Access-Control-Allow-Origin for browser (gRPC-web, Connect, REST) clients. */
   corsOrigin: string;
   /** How long SIGTERM waits for requests in flight before closing connections. */
@@ -75,6 +77,11 @@ export const settings = {
     env: "DECODE_BODIES",
     default: "true",
     help: "false: return every message's decoded and decoded_opcode as null instead of decoding bodies against the TL-B schema.",
+  },
+  decodedBodyCache: {
+    env: "DECODED_BODY_CACHE",
+    default: "10000",
+    help: "Decoded message bodies kept by body hash for later responses (0: decode every response's bodies afresh).",
   },
   corsOrigin: { env: "CORS_ORIGIN", default: "*", help: "Access-Control-Allow-Origin sent to browsers." },
   shutdownTimeoutMs: { env: "SHUTDOWN_TIMEOUT_MS", default: "10000", help: "Grace period for requests in flight after SIGTERM." },
@@ -138,6 +145,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxTraceTransactions: integer(s.maxTraceTransactions.env, read(s.maxTraceTransactions), 1, 10_000_000),
     testnet: boolean(s.testnet.env, read(s.testnet)),
     decodeBodies: boolean(s.decodeBodies.env, read(s.decodeBodies)),
+    decodedBodyCache: integer(s.decodedBodyCache.env, read(s.decodedBodyCache), 0, 10_000_000),
     corsOrigin: read(s.corsOrigin),
     shutdownTimeoutMs: integer(s.shutdownTimeoutMs.env, read(s.shutdownTimeoutMs), 0, 600_000),
     headersTimeoutMs: integer(s.headersTimeoutMs.env, read(s.headersTimeoutMs), 1, 3_600_000),

@@ -32,7 +32,7 @@ afterAll(async () => {
 describe("every recorded Transaction object", () => {
   it("comes out of the presenter as recorded, within the exception list", async () => {
     const hashes = [...recordings.transactions.keys()];
-    const loaded = await selectTransactionsByHash(db.reader, new AbortController().signal, hashes, pageBodyDecoding(true));
+    const loaded = await selectTransactionsByHash(db.reader, new AbortController().signal, hashes, pageBodyDecoding({ decodeBodies: true, decodedBodyCache: 0 }));
     expect(loaded).toHaveLength(hashes.length);
     for (const tx of loaded) {
       const { file, tx: recorded } = recordings.transactions.get(tx.hash) as unknown as { file: string; tx: Json };

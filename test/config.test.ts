@@ -24,6 +24,7 @@ describe("configuration", () => {
       maxConnections: 2000,
       dbConnectTimeoutMs: 1000,
       decodeBodies: true,
+      decodedBodyCache: 10000,
       maxListValues: 256,
     });
   });

@@ -239,7 +239,7 @@ describe("the message body decoder", () => {
 
 describe("a page's body decoding", () => {
   it("decodes a body once however many messages of the page carry it", () => {
-    const bodies = pageBodyDecoding(true);
+    const bodies = pageBodyDecoding({ decodeBodies: true, decodedBodyCache: 0 });
     const excess = base64(beginCell().storeUint(0xd53276db, 32).storeUint(1, 64));
     const first = bodies.decode("hash-1", excess);
     expect(first?.type).toBe("excess");
@@ -247,8 +247,22 @@ describe("a page's body decoding", () => {
     expect(bodies.decode(null, excess)).toBeUndefined();
   });
 
+  it("keeps the most recently used decoded bodies for later pages, up to DECODED_BODY_CACHE of them", () => {
+    const settings = { decodeBodies: true, decodedBodyCache: 2 };
+    const excess = (queryId: number) => base64(beginCell().storeUint(0xd53276db, 32).storeUint(queryId, 64));
+    const first = pageBodyDecoding(settings).decode("h1", excess(1));
+    expect(pageBodyDecoding(settings).decode("h1", excess(1))).toBe(first);
+    const later = pageBodyDecoding(settings);
+    later.decode("h2", excess(2));
+    later.decode("h3", excess(3));
+    // h1 was the least recently used of three: decoded afresh, equal but not the same object.
+    const again = pageBodyDecoding(settings).decode("h1", excess(1));
+    expect(again).toEqual(first);
+    expect(again).not.toBe(first);
+  });
+
   it("decodes nothing when decoding is turned off", () => {
-    const bodies = pageBodyDecoding(false);
+    const bodies = pageBodyDecoding({ decodeBodies: false, decodedBodyCache: 10 });
     expect(bodies.decode("hash-1", base64(beginCell().storeUint(0xd53276db, 32).storeUint(1, 64)))).toBeUndefined();
     expect(bodies.opcodeName(0x0f8a7ea5)).toBeUndefined();
   });

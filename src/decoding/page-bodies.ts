@@ -9,9 +9,47 @@ export interface BodyDecoding {
   decode(hash: string | null, body: string | null): DecodedContent | undefined;
 }
 
+export interface BodyDecodingSettings {
+  decodeBodies: boolean;
+  decodedBodyCache: number;
+}
+
+/**
+ * Decoded bodies of recent pages by body hash. A body never changes under its hash, and pages of the same account
+ * or block are asked for again and again, so their bodies are decoded once, not once per response. Entries are
+ * shared, immutable, and bounded in number (least recently used go first).
+ */
+class RecentBodies {
+  readonly #entries = new Map<string, DecodedContent | null>();
+  readonly capacity: number;
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+
+  get(hash: string): DecodedContent | null | undefined {
+    const entry = this.#entries.get(hash);
+    if (entry !== undefined) {
+      this.#entries.delete(hash);
+      this.#entries.set(hash, entry);
+    }
+    return entry;
+  }
+
+  set(hash: string, entry: DecodedContent | null): void {
+    if (this.capacity === 0) return;
+    this.#entries.set(hash, entry);
+    if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value as string);
+  }
+}
+
+let recent = new RecentBodies(0);
+
 /** A fresh decoding scope for one page, or one that decodes nothing when decoding is turned off. */
-export function pageBodyDecoding(enabled: boolean): BodyDecoding {
-  return enabled ? new PageBodyDecoding() : withoutDecoding;
+export function pageBodyDecoding(settings: BodyDecodingSettings): BodyDecoding {
+  if (!settings.decodeBodies) return withoutDecoding;
+  if (recent.capacity !== settings.decodedBodyCache) recent = new RecentBodies(settings.decodedBodyCache);
+  return new PageBodyDecoding(recent);
 }
 
 const withoutDecoding: BodyDecoding = {
@@ -25,6 +63,11 @@ const withoutDecoding: BodyDecoding = {
  */
 class PageBodyDecoding implements BodyDecoding {
   readonly #byHash = new Map<string, DecodedContent | undefined>();
+  readonly #recent: RecentBodies;
+
+  constructor(recent: RecentBodies) {
+    this.#recent = recent;
+  }
 
   opcodeName(opcode: number): string | undefined {
     return decoder.opcodeName(opcode);
@@ -33,9 +76,13 @@ class PageBodyDecoding implements BodyDecoding {
   decode(hash: string | null, body: string | null): DecodedContent | undefined {
     if (hash === null || body === null) return undefined;
     if (this.#byHash.has(hash)) return this.#byHash.get(hash);
-    const decoded = decodedContent(body);
-    this.#byHash.set(hash, decoded);
-    return decoded;
+    let decoded = this.#recent.get(hash);
+    if (decoded === undefined) {
+      decoded = decodedContent(body) ?? null;
+      this.#recent.set(hash, decoded);
+    }
+    this.#byHash.set(hash, decoded ?? undefined);
+    return decoded ?? undefined;
   }
 }
 

@@ -24,7 +24,7 @@ export async function getAdjacentTransactions(
   if (hash === undefined) throw invalidParameter("hash");
   const direction = request.direction === Direction.IN ? "in" : request.direction === Direction.OUT ? "out" : undefined;
 
-  const bodies = pageBodyDecoding(deps.config.decodeBodies);
+  const bodies = pageBodyDecoding(deps.config);
   const transactions = await selectAdjacentTransactions(deps.db.sql, context.signal, hash, direction, bodies);
   if (transactions.length === 0) throw new ConnectError("adjacent transactions not found", Code.NotFound);
   const addressBook = await selectAddressBook(deps.db.sql, context.signal, transactionAddresses(transactions), deps.config.testnet);

@@ -85,7 +85,7 @@ export async function streamTraces<T>(
   await slots?.resize(transactionsWeight(rows.reduce((sum, row) => sum + (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0), 0)));
 
   const actionTypes = request.includeActions ? expandActionTypes(supportedActionTypes) : undefined;
-  const bodies = pageBodyDecoding(config.decodeBodies);
+  const bodies = pageBodyDecoding(config);
   const loadChunk = async (chunkRows: readonly TraceRow[]) => {
     const loadable = chunkRows.filter(isLoadable).map((row) => row.trace_id);
     const [transactions, actions] = await Promise.all([
