@@ -1,23 +1,12 @@
-import { readFileSync } from "node:fs";
 import { Address, beginCell, type Builder, Cell } from "@ton/core";
 import { describe, expect, it } from "vitest";
-import { MessageBodyDecoder } from "../src/decoding/message-body.ts";
-import { TlbSchema } from "../src/decoding/tlb-schema.ts";
+import { loadSchema, MessageBodyDecoder, schemaFiles } from "../src/decoding/message-body.ts";
 
 // dex-more.tlb (swap.coffee DEX and TONCO): bodies built as the contracts and SDKs build them, decoded with the
-// project's schema files plus dex-more.tlb.
+// project's schema; the baseline is the same schema without dex-more.tlb.
 
-const schemaDir = new URL("../src/decoding/schema/", import.meta.url);
-const source = readFileSync(new URL("message-body.ts", new URL("../src/decoding/", import.meta.url)), "utf8");
-const files = [...(/const schemaFiles = \[([^\]]*)\]/.exec(source)?.[1] ?? "").matchAll(/"([^"]+\.tlb)"/g)].map((m) => m[1] as string);
-
-function schemaWith(extra: string[]): TlbSchema {
-  const schema = new TlbSchema();
-  for (const file of [...files, ...extra]) schema.add(readFileSync(new URL(file, schemaDir), "utf8"), file);
-  return schema;
-}
-const decoder = new MessageBodyDecoder(schemaWith(["dex-more.tlb"]));
-const baseline = new MessageBodyDecoder(schemaWith([]));
+const decoder = new MessageBodyDecoder();
+const baseline = new MessageBodyDecoder(loadSchema(schemaFiles.filter((file) => file !== "dex-more.tlb")));
 
 const alice = Address.parse("EQCxE6mUtQJKFnGfaROTKOt1lZbDiiX1kCixRv7Nw2Id_sDs");
 const bob = Address.parse("EQDtFpEwcFAEcRe5mLVh2N6C0x-_hJEM7W61_JLnSF74p4q2");

@@ -1,28 +1,13 @@
-import { readFileSync } from "node:fs";
 import { Address, beginCell, Cell, toNano } from "@ton/core";
 import { describe, expect, it } from "vitest";
-import { MessageBodyDecoder } from "../src/decoding/message-body.ts";
-import { TlbSchema } from "../src/decoding/tlb-schema.ts";
+import { loadSchema, MessageBodyDecoder, schemaFiles } from "../src/decoding/message-body.ts";
 
 // markets.tlb: Telemint's collection and item messages and getgems' fixed-price sale, bodies built as their
 // contracts build them (TelegramMessenger/telemint func/common.fc and nft-item.fc, getgems-io/nft-contracts
-// nft-fixprice-sale-v3r3.fc), decoded with the schema files message-body.ts loads plus markets.tlb.
+// nft-fixprice-sale-v3r3.fc), decoded with the project's schema; `without` is the same schema without markets.tlb.
 
-const schemaDir = new URL("../src/decoding/schema/", import.meta.url);
-const registered = (() => {
-  const source = readFileSync(new URL("../src/decoding/message-body.ts", import.meta.url), "utf8");
-  const list = /const schemaFiles = \[([^\]]*)\]/.exec(source)?.[1] ?? "";
-  return [...list.matchAll(/"([^"]+\.tlb)"/g)].map((match) => match[1] as string).filter((file) => file !== "markets.tlb");
-})();
-
-function schemaWith(extra: readonly string[]): TlbSchema {
-  const schema = new TlbSchema();
-  for (const file of [...registered, ...extra]) schema.add(readFileSync(new URL(file, schemaDir), "utf8"), file);
-  return schema;
-}
-
-const decoder = new MessageBodyDecoder(schemaWith(["markets.tlb"]));
-const without = new MessageBodyDecoder(schemaWith([]));
+const decoder = new MessageBodyDecoder();
+const without = new MessageBodyDecoder(loadSchema(schemaFiles.filter((file) => file !== "markets.tlb")));
 
 const alice = Address.parse("EQCxE6mUtQJKFnGfaROTKOt1lZbDiiX1kCixRv7Nw2Id_sDs");
 const bob = Address.parse("EQDtFpEwcFAEcRe5mLVh2N6C0x-_hJEM7W61_JLnSF74p4q2");

@@ -18,7 +18,8 @@ import { type Constructor, TlbSchema } from "./tlb-schema.ts";
 //   new one; anything else that does not decode is null.
 // `decoded_opcode` is the name of the first message body with the opcode, whether or not the body decodes.
 
-const schemaFiles = [
+/** The schema files, in the order constructors are tried. */
+export const schemaFiles: readonly string[] = [
   "core.tlb",
   "common.tlb",
   "jettons.tlb",
@@ -36,15 +37,17 @@ const schemaFiles = [
   "payments.tlb",
   "storage.tlb",
   "staking-more.tlb",
+  "dex-more.tlb",
+  "markets.tlb",
 ];
 
 /** ton-marker replaces nested bags of cells at recursion depths 0 to 10: eleven levels below the body. */
 const maxNesting = 10;
 const walletMessagesMax = 4;
 
-function loadSchema(): TlbSchema {
+export function loadSchema(files: readonly string[] = schemaFiles): TlbSchema {
   const schema = new TlbSchema();
-  for (const file of schemaFiles) schema.add(readFileSync(new URL(`./schema/${file}`, import.meta.url), "utf8"), file);
+  for (const file of files) schema.add(readFileSync(new URL(`./schema/${file}`, import.meta.url), "utf8"), file);
   return schema;
 }
 
