@@ -16,6 +16,7 @@ import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
 import { prioritise } from "./db/connection-gate.ts";
+import { prepareBodyDecoding } from "./decoding/page-bodies.ts";
 import { respondsInBinary, TracesBinaryWriter } from "./present/proto/traces.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
@@ -29,6 +30,8 @@ type Finish<Response, Out> = (response: Response) => Out;
 /** The one implementation behind both doors: Connect/gRPC/gRPC-web call it through the router, REST directly. */
 export function createTonQueryService(deps: ServiceDeps) {
   const { config } = deps;
+  // Before the first request, not during it: compiling the schema takes most of a second.
+  prepareBodyDecoding(config);
   const admission = new Admission(config.maxConcurrentRequests);
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);

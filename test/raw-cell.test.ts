@@ -2,7 +2,7 @@ import { beginCell, Cell } from "@ton/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { serializeBoc } from "../src/ton/boc.ts";
-import { fromCoreCell, parseRawBoc, restOfRawCell, toCoreCell } from "../src/ton/raw-cell.ts";
+import { fromCoreCell, leafBagOfCells, parseRawBoc, restOfRawCell, toCoreCell } from "../src/ton/raw-cell.ts";
 
 /** A small tree of cells with any bit lengths (completion tags included), from fast-check's bytes. */
 const cellTree = fc
@@ -41,6 +41,35 @@ describe("RawCell", () => {
     // TON's notation for a bit string whose length is not a multiple of 4: completed with 1 then 0s, marked "_".
     expect(raw.hex(108, 3)).toBe(cell.bits.substring(108, 3).toString());
     expect(toCoreCell(restOfRawCell(raw, 12, 0)).bits.toString()).toBe(cell.bits.substring(12, cell.bits.length - 12).toString());
+  });
+
+  it("reads bit strings and cell remainders at every offset as @ton/core does", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 1, maxLength: 127 }), fc.nat(1015), fc.nat(1015), (bytes, a, b) => {
+        const cell = beginCell().storeBuffer(Buffer.from(bytes)).endCell();
+        const raw = parseRawBoc(cell.toBoc())!;
+        const offset = Math.min(a, raw.bitLength);
+        const width = Math.min(b, raw.bitLength - offset);
+        const bits = cell.bits.substring(offset, width);
+        expect(raw.hex(offset, width)).toBe(width === 0 ? "" : bits.toString());
+        const rest = restOfRawCell(raw, offset, 0);
+        expect(toCoreCell(rest).bits.toString()).toBe(cell.bits.substring(offset, raw.bitLength - offset).toString());
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("writes a leaf cell's bag of cells as the general writer does, and leaves other cells to it", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 127 }), fc.nat(1016), (bytes, cut) => {
+        const cell = beginCell().storeBuffer(Buffer.from(bytes)).endCell();
+        const raw = restOfRawCell(parseRawBoc(cell.toBoc())!, Math.min(cut, cell.bits.length), 0);
+        expect(leafBagOfCells(raw)).toEqual(serializeBoc(toCoreCell(raw), { crc32c: false }));
+      }),
+      { numRuns: 300 },
+    );
+    const parent = parseRawBoc(beginCell().storeRef(beginCell().endCell()).endCell().toBoc())!;
+    expect(leafBagOfCells(parent)).toBeUndefined();
   });
 
   it("refuses what is not a bag of cells, without throwing", () => {

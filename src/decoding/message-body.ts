@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { serializeBoc } from "../ton/boc.ts";
-import { parseRawBoc, RawCell, toCoreCell } from "../ton/raw-cell.ts";
+import { leafBagOfCells, parseRawBoc, RawCell, toCoreCell } from "../ton/raw-cell.ts";
 import { type Decoded, TlbDecoder } from "./tlb-decoder.ts";
 import { type Constructor, TlbSchema } from "./tlb-schema.ts";
 
@@ -67,6 +67,8 @@ function byOpcode(constructors: readonly Constructor[]): Map<number, Constructor
 class UnprintableCell extends Error {}
 
 function bagOfCells(cell: RawCell): string {
+  const leaf = leafBagOfCells(cell);
+  if (leaf !== undefined) return leaf.toString("base64");
   let core;
   try {
     core = toCoreCell(cell);

@@ -1,7 +1,13 @@
 import type { DecodedContent } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { MessageBodyDecoder } from "./message-body.ts";
 
-const decoder = new MessageBodyDecoder();
+// Compiled on first use: reading the schema takes most of a second, which a service with DECODE_BODIES=false
+// and every test that never decodes should not pay at start-up.
+let compiled: MessageBodyDecoder | undefined;
+function decoder(): MessageBodyDecoder {
+  compiled ??= new MessageBodyDecoder();
+  return compiled;
+}
 
 /** How the messages of one page get their `decoded` and `decoded_opcode`. */
 export interface BodyDecoding {
@@ -45,6 +51,11 @@ class RecentBodies {
 
 let recent = new RecentBodies(0);
 
+/** Compiles the schema now if bodies are to be decoded, so that no request waits for it. */
+export function prepareBodyDecoding(settings: BodyDecodingSettings): void {
+  if (settings.decodeBodies) decoder();
+}
+
 /** A fresh decoding scope for one page, or one that decodes nothing when decoding is turned off. */
 export function pageBodyDecoding(settings: BodyDecodingSettings): BodyDecoding {
   if (!settings.decodeBodies) return withoutDecoding;
@@ -70,7 +81,7 @@ class PageBodyDecoding implements BodyDecoding {
   }
 
   opcodeName(opcode: number): string | undefined {
-    return decoder.opcodeName(opcode);
+    return decoder().opcodeName(opcode);
   }
 
   decode(hash: string | null, body: string | null): DecodedContent | undefined {
@@ -87,7 +98,7 @@ class PageBodyDecoding implements BodyDecoding {
 }
 
 function decodedContent(body: string): DecodedContent | undefined {
-  const data = decoder.decodeBody(body);
+  const data = decoder().decodeBody(body);
   if (data === undefined) return undefined;
   const type = data["@type"] as string;
   const comment = type === "text_comment" ? (data.comment as string) : undefined;

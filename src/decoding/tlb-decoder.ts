@@ -33,6 +33,23 @@ const stepBudget = 50_000;
 const cellRenderNames = new Set(["Cell", "Any"]);
 const sizedInteger = /^(u?int|bits)(\d+)$/;
 
+interface SizedType {
+  readonly kind: "uint" | "int" | "bits";
+  readonly width: number;
+}
+const sizedTypes = new Map<string, SizedType | null>();
+
+/** `uint64`, `int8`, `bits256` as kind and width; null for any other name. Memoised: asked for every field read. */
+function sizedType(name: string): SizedType | null {
+  let sized = sizedTypes.get(name);
+  if (sized === undefined) {
+    const match = sizedInteger.exec(name);
+    sized = match ? { kind: match[1] as SizedType["kind"], width: Number(match[2]) } : null;
+    sizedTypes.set(name, sized);
+  }
+  return sized;
+}
+
 class Cursor {
   bit = 0;
   ref = 0;
@@ -53,6 +70,15 @@ class Cursor {
 
 function isClosure(value: unknown): value is TypeClosure {
   return typeof value === "object" && value !== null && "expr" in value;
+}
+
+function tagMatches(constructor: Constructor, cursor: Cursor): boolean {
+  const { tagBits } = constructor;
+  if (tagBits === 0) return true;
+  if (cursor.bitsLeft < tagBits) return false;
+  return tagBits <= 32
+    ? cursor.cell.uint(cursor.bit, tagBits) === Number(constructor.tag)
+    : cursor.cell.bigint(cursor.bit, tagBits, false) === constructor.tag;
 }
 
 function bitsFor(limit: number): number {
@@ -107,11 +133,8 @@ export class TlbDecoder {
 
   #construct(constructor: Constructor, env: Env, cursor: Cursor): Result {
     if (--this.#steps < 0) return fail;
-    if (constructor.tagBits > 0) {
-      if (cursor.bitsLeft < constructor.tagBits) return fail;
-      if (cursor.cell.bigint(cursor.bit, constructor.tagBits, false) !== constructor.tag) return fail;
-      cursor.bit += constructor.tagBits;
-    }
+    if (!tagMatches(constructor, cursor)) return fail;
+    cursor.bit += constructor.tagBits;
     const out: { [key: string]: Decoded } = constructor.name === "" ? {} : { "@type": constructor.name };
     return this.#fields(constructor.fields, env, cursor, out);
   }
@@ -184,8 +207,8 @@ export class TlbDecoder {
       }
       if (cellRenderNames.has(name)) return this.#rest(cursor);
       if (name === "SnakeString") return this.#snakeString(cursor);
-      const sized = sizedInteger.exec(name);
-      if (sized) return this.#sized(sized[1] as string, Number(sized[2]), cursor);
+      const sized = sizedType(name);
+      if (sized !== null) return this.#sized(sized.kind, sized.width, cursor);
     } else if (args.length === 1 && (name === "uint" || name === "int" || name === "bits")) {
       const width = evalNat(args[0] as TypeExpr, env);
       return width === undefined ? fail : this.#sized(name, width, cursor);
@@ -200,6 +223,8 @@ export class TlbDecoder {
     const startBit = cursor.bit;
     const startRef = cursor.ref;
     for (const constructor of constructors) {
+      // The tag first: it rules out most constructors of a type before any work is done for them.
+      if (!tagMatches(constructor, cursor)) continue;
       const local = bindArguments(constructor, args);
       if (local === undefined) continue;
       const value = this.#construct(constructor, local, cursor);
@@ -260,12 +285,20 @@ export class TlbDecoder {
     if (kind === "bits") return this.#bits(width, cursor);
     const at = cursor.bit;
     cursor.bit += width;
-    if (kind === "uint" && width <= 32) {
-      const value = cursor.cell.uint(at, width);
-      this.#lastNat = value;
+    const { cell } = cursor;
+    if (width <= 48) {
+      // Exact in a double: no BigInt on the common path (opcodes, amounts' lengths, workchains, seqnos).
+      let value = cell.uint(at, width);
+      if (kind === "int" && width > 0 && cell.bit(at)) value -= 2 ** width;
+      else if (kind === "uint" && width <= 32) this.#lastNat = value;
       return String(value);
     }
-    return cursor.cell.bigint(at, width, kind === "int").toString();
+    if (kind === "uint" && width <= 64) {
+      // query_id and friends: exact in a double while the high part stays below 2^21.
+      const high = cell.uint(at, width - 32);
+      if (high < 0x200000) return String(high * 0x100000000 + cell.uint(at + width - 32, 32));
+    }
+    return cell.bigint(at, width, kind === "int").toString();
   }
 
   #bits(width: number, cursor: Cursor): Result {

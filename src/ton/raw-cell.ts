@@ -55,17 +55,32 @@ export class RawCell {
 
   /** `width` bits at `offset` as uppercase hex, TON's way: a length not a multiple of 4 is completed with 1 then 0s and marked "_". */
   hex(offset: number, width: number): string {
+    // A byte at a time through a table: addresses (256 bits at any offset) are most of what is printed.
     let out = "";
-    const whole = width - (width % 4);
-    for (let i = 0; i < whole; i += 4) out += hexDigits[this.uint(offset + i, 4)];
-    if (whole === width) return out;
-    const tail = width - whole;
-    const nibble = (this.uint(offset + whole, tail) << (4 - tail)) | (1 << (3 - tail));
+    const bytes = width >> 3;
+    const shift = offset & 7;
+    const first = offset >> 3;
+    const data = this.data;
+    for (let i = 0; i < bytes; i++) {
+      const high = (data[first + i] as number) << shift;
+      const low = shift === 0 ? 0 : (data[first + i + 1] ?? 0) >> (8 - shift);
+      out += hexBytes[(high | low) & 0xff];
+    }
+    let at = offset + bytes * 8;
+    let left = width - bytes * 8;
+    if (left >= 4) {
+      out += hexDigits[this.uint(at, 4)];
+      at += 4;
+      left -= 4;
+    }
+    if (left === 0) return out;
+    const nibble = (this.uint(at, left) << (4 - left)) | (1 << (3 - left));
     return `${out}${hexDigits[nibble]}_`;
   }
 }
 
 const hexDigits = "0123456789ABCDEF";
+const hexBytes = Array.from({ length: 256 }, (_, byte) => `${hexDigits[byte >> 4]}${hexDigits[byte & 15]}`);
 
 const bocMagic = 0xb5ee9c72;
 
@@ -150,7 +165,16 @@ export function restOfRawCell(cell: RawCell, bit: number, ref: number): RawCell 
   if (bit === 0 && ref === 0) return cell;
   const bitLength = cell.bitLength - bit;
   const data = new Uint8Array((bitLength + 7) >> 3);
-  for (let i = 0; i < bitLength; i++) if (cell.bit(bit + i)) data[i >> 3] = (data[i >> 3] as number) | (0x80 >> (i & 7));
+  const shift = bit & 7;
+  const first = bit >> 3;
+  const source = cell.data;
+  for (let i = 0; i < data.length; i++) {
+    const high = (source[first + i] as number) << shift;
+    const low = shift === 0 ? 0 : (source[first + i + 1] ?? 0) >> (8 - shift);
+    data[i] = (high | low) & 0xff;
+  }
+  // Bits past the end stay zero, as a cell's padding is.
+  if (bitLength & 7) data[data.length - 1] = (data[data.length - 1] as number) & (0xff << (8 - (bitLength & 7)));
   return new RawCell(data, bitLength, cell.refs.slice(ref), false);
 }
 
@@ -168,4 +192,25 @@ export function fromCoreCell(cell: Cell): RawCell {
   const bytes = Buffer.alloc((cell.bits.length + 7) >> 3);
   for (let i = 0; i < cell.bits.length; i++) if (cell.bits.at(i)) bytes[i >> 3] = (bytes[i >> 3] as number) | (0x80 >> (i & 7));
   return new RawCell(bytes, cell.bits.length, cell.refs.map(fromCoreCell), cell.isExotic);
+}
+
+/**
+ * The bag of cells (tonlib's layout, no CRC) of an ordinary cell without references, written directly: most cells
+ * a decoded body prints whole are such remainders, and going through toCoreCell would hash them for nothing.
+ * Undefined for any other cell (serializeBoc handles those).
+ */
+export function leafBagOfCells(cell: RawCell): Buffer | undefined {
+  if (cell.refs.length > 0 || cell.exotic) return undefined;
+  const fullBytes = cell.bitLength >> 3;
+  const dataBytes = (cell.bitLength + 7) >> 3;
+  const out = Buffer.alloc(11 + 2 + dataBytes);
+  out.writeUInt32BE(bocMagic, 0);
+  // Index size 1, offset size 1; one cell, one root, none absent; the cells' size; the root is cell 0.
+  out.set([1, 1, 1, 1, 0, 2 + dataBytes, 0, 0, fullBytes + dataBytes], 4);
+  out.set(cell.data.subarray(0, dataBytes), 13);
+  if (dataBytes > fullBytes) {
+    const rest = cell.bitLength & 7;
+    out[12 + dataBytes] = ((out[12 + dataBytes] as number) & (0xff << (8 - rest))) | (0x80 >> rest);
+  }
+  return out;
 }
