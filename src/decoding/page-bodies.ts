@@ -1,4 +1,6 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { DecodedContent } from "../../gen/tonquery/v1/transaction_pb.ts";
+import { JsonText } from "../json-text.ts";
 import { MessageBodyDecoder } from "./message-body.ts";
 
 // Compiled on first use: reading the schema takes most of a second, which a service with DECODE_BODIES=false
@@ -26,14 +28,14 @@ export interface BodyDecodingSettings {
  * shared, immutable, and bounded in number (least recently used go first).
  */
 class RecentBodies {
-  readonly #entries = new Map<string, DecodedContent | null>();
+  readonly #entries = new Map<string, DecodedBody | null>();
   readonly capacity: number;
 
   constructor(capacity: number) {
     this.capacity = capacity;
   }
 
-  get(hash: string): DecodedContent | null | undefined {
+  get(hash: string): DecodedBody | null | undefined {
     const entry = this.#entries.get(hash);
     if (entry !== undefined) {
       this.#entries.delete(hash);
@@ -42,7 +44,7 @@ class RecentBodies {
     return entry;
   }
 
-  set(hash: string, entry: DecodedContent | null): void {
+  set(hash: string, entry: DecodedBody | null): void {
     if (this.capacity === 0) return;
     this.#entries.set(hash, entry);
     if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value as string);
@@ -73,7 +75,7 @@ const withoutDecoding: BodyDecoding = {
  * (a jetton transfer's payload, an excess, a comment repeated across a trace), and only if it is returned.
  */
 class PageBodyDecoding implements BodyDecoding {
-  readonly #byHash = new Map<string, DecodedContent | undefined>();
+  readonly #byHash = new Map<string, DecodedBody | undefined>();
   readonly #recent: RecentBodies;
 
   constructor(recent: RecentBodies) {
@@ -97,10 +99,35 @@ class PageBodyDecoding implements BodyDecoding {
   }
 }
 
-function decodedContent(body: string): DecodedContent | undefined {
+/**
+ * A decoded body as pages hand it out: its JSON text, printed once, and the value parsed back from it only where a
+ * consumer asks for `data` (the typed API's encoders; REST writes the text). Kept as text, not as the tree the
+ * decoder built, because pages hold thousands and the cache tens of thousands of them: a tree of a few dozen
+ * objects each would be carried from one garbage collection to the next for nothing.
+ */
+export class DecodedBody implements DecodedContent {
+  readonly $typeName = "tonquery.v1.DecodedContent";
+  readonly type: string;
+  readonly comment?: string;
+  readonly text: JsonText;
+  declare readonly data: JsonObject;
+
+  constructor(data: JsonObject) {
+    this.type = data["@type"] as string;
+    if (this.type === "text_comment") this.comment = data.comment as string;
+    this.text = JsonText.of(data);
+    // Own and enumerable, as protobuf-es requires of a set field (it reads presence with hasOwnProperty).
+    Object.defineProperty(this, "data", parsedData);
+  }
+}
+const parsedData: PropertyDescriptor = {
+  enumerable: true,
+  get(this: DecodedBody) {
+    return this.text.value();
+  },
+};
+
+function decodedContent(body: string): DecodedBody | undefined {
   const data = decoder().decodeBody(body);
-  if (data === undefined) return undefined;
-  const type = data["@type"] as string;
-  const comment = type === "text_comment" ? (data.comment as string) : undefined;
-  return { $typeName: "tonquery.v1.DecodedContent", type, comment, data };
+  return data === undefined ? undefined : new DecodedBody(data);
 }

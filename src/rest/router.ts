@@ -5,6 +5,7 @@ import type { OutgoingHttpHeaders } from "node:http";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
+import { jsonBytes } from "../json-text.ts";
 import { presentBlockTransactionsExt } from "../present/v2/block-transactions.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
 import { TracesJsonWriter } from "../present/v3/trace.ts";
@@ -47,10 +48,6 @@ function route<I extends DescMessage, O extends DescMessage, R>(
       });
     },
   };
-}
-
-function jsonBytes(body: unknown): Buffer {
-  return Buffer.from(JSON.stringify(body));
 }
 
 export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {

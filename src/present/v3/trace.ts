@@ -2,6 +2,7 @@ import type { GetTracesRequest, GetTracesResponse } from "../../../gen/tonquery/
 import type { AddressMetadata, Trace, TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
 import type { Transaction } from "../../../gen/tonquery/v1/transaction_pb.ts";
 import { presentAction } from "../../actions/present.ts";
+import { jsonBytes } from "../../json-text.ts";
 import { presentAddressBook, presentTransaction } from "./transaction.ts";
 
 type Json = Record<string, unknown>;
@@ -106,7 +107,7 @@ export class TracesJsonWriter {
     // non-ASCII comment, and encoding that to UTF-8 took three times as long.
     for (const trace of chunk) {
       if (!this.#first) this.#pieces.push(comma);
-      this.#pieces.push(Buffer.from(JSON.stringify(presentTrace(trace, this.#includeActions))));
+      this.#pieces.push(jsonBytes(presentTrace(trace, this.#includeActions)));
       this.#first = false;
     }
   }

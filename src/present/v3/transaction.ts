@@ -1,12 +1,16 @@
 import type {
   AccountState,
   AddressBookRow,
+  DecodedContent,
   ExtraCurrencies,
   Message,
   MessageBody,
   Transaction,
   TransactionDescription,
 } from "../../../gen/tonquery/v1/transaction_pb.ts";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { DecodedBody } from "../../decoding/page-bodies.ts";
+import type { JsonText } from "../../json-text.ts";
 import { presentBlockRef } from "./block.ts";
 
 // toncenter's v3 JSON for transactions. Key order follows its responses. Inside the description a missing
@@ -26,13 +30,18 @@ export function presentOpcode(opcode: number | undefined): string | null {
   return opcode === undefined ? null : `0x${opcode.toString(16).padStart(8, "0")}`;
 }
 
+function presentDecoded(decoded: DecodedContent | undefined): JsonText | JsonObject | null {
+  // `data` is the decoded value exactly as toncenter prints it; pages carry it already printed.
+  if (decoded instanceof DecodedBody) return decoded.text;
+  return decoded?.data ?? null;
+}
+
 function presentBody(body: MessageBody | undefined): Json | null {
   if (body === undefined) return null;
   return {
     hash: body.hash,
     body: body.body ?? null,
-    // `data` is the decoded value exactly as toncenter prints it.
-    decoded: body.decoded?.data ?? null,
+    decoded: presentDecoded(body.decoded),
   };
 }
 
