@@ -39,6 +39,8 @@ export interface Config {
   maxConnections: number;
   /** Bound of opening a database connection and of the health probe: an unreachable database is known this fast. */
   dbConnectTimeoutMs: number;
+  /** Key of the HMAC that marks /traces cursors as ours ("" = a built-in key). */
+  cursorSecret: string;
   /** Values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold, repeats removed. */
   maxListValues: number;
 }
@@ -106,6 +108,11 @@ export const settings = {
     default: "1000",
     help: "Bound of opening a database connection and of the database health probe: while the database is unreachable requests fail with 503 this fast.",
   },
+  cursorSecret: {
+    env: "CURSOR_SECRET",
+    default: "",
+    help: "Key that signs /traces cursors (next_cursor, next_page_token), so that an altered one is refused; give every instance behind one load balancer the same. Empty: a built-in key (cursors are still checked, but anyone can make one).",
+  },
   maxListValues: {
     env: "MAX_LIST_VALUES",
     default: "256",
@@ -153,6 +160,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     idleTimeoutMs: integer(s.idleTimeoutMs.env, read(s.idleTimeoutMs), 1, 3_600_000),
     maxConnections: integer(s.maxConnections.env, read(s.maxConnections), 1, 1_000_000),
     dbConnectTimeoutMs: integer(s.dbConnectTimeoutMs.env, read(s.dbConnectTimeoutMs), 1, 600_000),
+    cursorSecret: read(s.cursorSecret),
     maxListValues: integer(s.maxListValues.env, read(s.maxListValues), 1, 100_000),
   };
   if (config.defaultLimit > config.maxLimit) {

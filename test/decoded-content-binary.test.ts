@@ -129,7 +129,7 @@ describe("TracesBinaryWriter", () => {
 
     const writer = new TracesBinaryWriter();
     writer.traces(traces);
-    const response = writer.end({}, {});
+    const response = writer.end({ addressBook: {}, metadata: {}, nextPageToken: "" });
     const read = fromBinary(GetTracesResponseSchema, toBinary(GetTracesResponseSchema, response));
 
     expect(read.traces).toEqual(traces);
@@ -146,7 +146,7 @@ describe("TracesBinaryWriter", () => {
     Object.defineProperty(decoded, "data", { get: () => expect.fail("data read again") });
     const writer = new TracesBinaryWriter();
     writer.traces([create(TraceSchema, { traceId: "T", transactions: [{ hash: "X", inMsg: message("M", body("B", decoded)) }] })]);
-    const read = fromBinary(GetTracesResponseSchema, toBinary(GetTracesResponseSchema, writer.end({}, {})));
+    const read = fromBinary(GetTracesResponseSchema, toBinary(GetTracesResponseSchema, writer.end({ addressBook: {}, metadata: {}, nextPageToken: "" })));
     expect(toBinary(DecodedContentSchema, read.traces[0]?.transactions[0]?.inMsg?.messageContent?.decoded ?? create(DecodedContentSchema))).toEqual(bytes);
   });
 
@@ -155,7 +155,7 @@ describe("TracesBinaryWriter", () => {
     const trace = create(TraceSchema, { traceId: "T", transactions: [{ hash: "X", inMsg: messages[0], outMsgs: messages.slice(1) }] });
     const writer = new TracesBinaryWriter();
     writer.traces([trace]);
-    const response = writer.end({}, {});
+    const response = writer.end({ addressBook: {}, metadata: {}, nextPageToken: "" });
     expect(fromBinary(GetTracesResponseSchema, toBinary(GetTracesResponseSchema, response)).traces).toEqual([trace]);
     expect(response.$unknown?.[0]?.data).toEqual(new BinaryWriter().bytes(toBinary(TraceSchema, trace)).finish());
   });

@@ -43,6 +43,25 @@ export interface TracePage {
   limit: number;
   offset: number;
   ascending: boolean;
+  /** Keyset paging: the page starts after this trace of the page order. */
+  after?: TracePosition;
+}
+
+/** A trace's place in the page order: its sort key (end_lt, or end_utime, see ordersByTime; null sorts as in PostgreSQL) and id. */
+export interface TracePosition {
+  key: string | null;
+  traceId: string;
+}
+
+/** Time bounds order the page by end_utime, as toncenter does, so that a time window pages in time order; else end_lt. */
+export function ordersByTime(filter: TraceFilter): boolean {
+  return filter.startUtime !== undefined || filter.endUtime !== undefined;
+}
+
+/** Where a trace row stands in the page order of `filter`. */
+export function tracePosition(filter: TraceFilter, row: TraceRow): TracePosition {
+  const key = ordersByTime(filter) ? row.end_utime : row.end_lt;
+  return { key: key === null ? null : String(key), traceId: row.trace_id };
 }
 
 export async function masterchainBlockExists(sql: Sql, signal: AbortSignal, seqno: number): Promise<boolean> {
@@ -81,6 +100,8 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
   if (filter.endUtime !== undefined) conditions.push(sql`E.end_utime <= ${filter.endUtime}::int8`);
   if (filter.startLt !== undefined) conditions.push(sql`E.end_lt >= ${filter.startLt}`);
   if (filter.endLt !== undefined) conditions.push(sql`E.end_lt <= ${filter.endLt}`);
+  const byTime = ordersByTime(filter);
+  if (page.after !== undefined) conditions.push(afterPosition(sql, byTime ? sql`E.end_utime` : sql`E.end_lt`, page.after, page.ascending));
 
   const all = conditions.length === 0 ? undefined : conditions.reduce((both, c) => sql`${both} and ${c}`);
   const where = all === undefined ? sql`` : sql`where ${all}`;
@@ -93,8 +114,6 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
       : sql`named N cross join lateral (
           select * from traces E where E.trace_id = N.trace_id ${all === undefined ? sql`` : sql`and ${all}`} limit 1) E`;
   const direction = page.ascending ? sql`asc` : sql`desc`;
-  // Time bounds order by time, as toncenter does, so a time window pages in time order.
-  const byTime = filter.startUtime !== undefined || filter.endUtime !== undefined;
   const order = byTime ? sql`E.end_utime ${direction}, E.trace_id ${direction}` : sql`E.end_lt ${direction}, E.trace_id ${direction}`;
 
   return runQuery(
@@ -108,6 +127,20 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
       order by ${order}
       limit ${page.limit} offset ${page.offset}`,
   );
+}
+
+/**
+ * The traces after `position` in the page order (key, trace_id), where PostgreSQL puts null keys first in descending
+ * order and last in ascending. For a non-null key the row comparison is what the (key desc, trace_id desc) indexes
+ * serve as a range, so the page costs what a first page costs.
+ */
+function afterPosition(sql: Sql, key: ReturnType<Sql>, position: TracePosition, ascending: boolean) {
+  const id = sql`${position.traceId}::tonhash`;
+  if (position.key === null) {
+    return ascending ? sql`(${key} is null and E.trace_id > ${id})` : sql`(${key} is not null or E.trace_id < ${id})`;
+  }
+  const bound = sql`(${key}, E.trace_id) ${ascending ? sql`>` : sql`<`} (${position.key}::int8, ${id})`;
+  return ascending ? sql`(${bound} or ${key} is null)` : bound;
 }
 
 /**

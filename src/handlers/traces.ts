@@ -16,13 +16,14 @@ import { selectTraceActionRows } from "../db/actions.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
 import { pageBodyDecoding } from "../decoding/page-bodies.ts";
-import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow } from "../db/traces.ts";
+import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow, tracePosition } from "../db/traces.ts";
 import { type HeldSlots, transactionsWeight } from "../admission.ts";
 import { forEachSlice } from "../event-loop.ts";
 import type { ServiceDeps } from "../service-deps.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
 import { transactionAddresses } from "./adjacent-transactions.ts";
+import { decodeTraceCursor, encodeTraceCursor, traceCursorScope } from "./trace-cursor.ts";
 import { assembleTraceTree } from "./trace-tree.ts";
 import { distinctValues, invalidParameter, isStorableText } from "./validation.ts";
 
@@ -34,10 +35,13 @@ export const traceChunkSize = 100;
 /** Traces built and handed to the sink in one turn of the event loop (see forEachSlice): a few milliseconds of work. */
 const tracesPerSlice = 1;
 
+/** What follows a page's traces. */
+export type TracePageEnd = Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">;
+
 /** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
 export interface TraceSink<T> {
   traces(chunk: readonly Trace[]): void;
-  end(addressBook: GetTracesResponse["addressBook"], metadata: GetTracesResponse["metadata"]): T;
+  end(end: TracePageEnd): T;
 }
 
 export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext, slots?: HeldSlots): Promise<GetTracesResponse> {
@@ -46,7 +50,7 @@ export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context:
     traces: (chunk) => {
       for (const trace of chunk) traces.push(trace);
     },
-    end: (addressBook, metadata) => create(GetTracesResponseSchema, { traces, addressBook, metadata }),
+    end: (end) => create(GetTracesResponseSchema, { traces, ...end }),
   };
   return streamTraces(deps, request, context, sink, slots);
 }
@@ -72,7 +76,14 @@ export async function streamTraces<T>(
   const limit = request.limit ?? config.defaultLimit;
   if (limit > config.maxLimit) throw new ConnectError(`limit is not allowed: ${limit} > ${config.maxLimit}`, Code.InvalidArgument);
   if (limit < 1) throw new ConnectError(`limit is not allowed: ${limit} < 1`, Code.InvalidArgument);
-  const page = { limit, offset: request.offset ?? 0, ascending: request.sort === SortOrder.ASC };
+  const ascending = request.sort === SortOrder.ASC;
+  const cursorScope = traceCursorScope(filter, ascending);
+  let after;
+  if (request.pageToken !== undefined && request.pageToken !== "") {
+    if ((request.offset ?? 0) > 0) throw new ConnectError("offset cannot be combined with a cursor", Code.InvalidArgument);
+    after = decodeTraceCursor(config.cursorSecret, cursorScope, request.pageToken);
+  }
+  const page = { limit, offset: request.offset ?? 0, ascending, after };
 
   const [blockKnown, rows] = await Promise.all([
     filter.mcSeqno === undefined ? true : masterchainBlockExists(sql, context.signal, filter.mcSeqno),
@@ -138,7 +149,10 @@ export async function streamTraces<T>(
   }
 
   const [addressBook, metadata] = await (lookups ?? lookUpAddresses());
-  return sink.end(addressBook, metadata);
+  // A short page is the last one; a full one may be, which the next request finds out at a first page's cost.
+  const last = rows.length === limit ? rows[rows.length - 1] : undefined;
+  const nextPageToken = last === undefined ? "" : encodeTraceCursor(config.cursorSecret, cursorScope, tracePosition(filter, last));
+  return sink.end({ addressBook, metadata, nextPageToken });
 }
 
 /**

@@ -46,6 +46,7 @@ export function tracesQuery(query: URLSearchParams): GetTracesRequest {
   const limit = atLeastParam(query, "limit", 1);
   const offset = atLeastParam(query, "offset", 0);
   const sort = sortParam(query);
+  const pageToken = lastValue(query, "cursor");
   return create(GetTracesRequestSchema, {
     account,
     traceId,
@@ -61,6 +62,7 @@ export function tracesQuery(query: URLSearchParams): GetTracesRequest {
     limit,
     offset,
     sort,
+    pageToken,
   });
 }
 

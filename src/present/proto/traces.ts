@@ -27,8 +27,8 @@ export class TracesBinaryWriter {
     }
   }
 
-  end(addressBook: GetTracesResponse["addressBook"], metadata: GetTracesResponse["metadata"]): GetTracesResponse {
-    const response = create(GetTracesResponseSchema, { addressBook, metadata });
+  end(end: Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">): GetTracesResponse {
+    const response = create(GetTracesResponseSchema, end);
     response.$unknown = this.#encoded;
     return response;
   }

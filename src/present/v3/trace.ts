@@ -112,9 +112,10 @@ export class TracesJsonWriter {
     }
   }
 
-  end(addressBook: GetTracesResponse["addressBook"], metadata: GetTracesResponse["metadata"]): Buffer[] {
+  end({ addressBook, metadata, nextPageToken }: Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">): Buffer[] {
     const book = JSON.stringify(presentAddressBook(addressBook));
-    this.#pieces.push(Buffer.from(`],"address_book":${book},"metadata":${JSON.stringify(presentMetadata(metadata))}}`));
+    const cursor = JSON.stringify(presentNextCursor(nextPageToken));
+    this.#pieces.push(Buffer.from(`],"address_book":${book},"metadata":${JSON.stringify(presentMetadata(metadata))},"next_cursor":${cursor}}`));
     return this.#pieces;
   }
 }
@@ -124,5 +125,11 @@ export function presentTracesResponse(response: GetTracesResponse, request: GetT
     traces: response.traces.map((trace) => presentTrace(trace, request.includeActions)),
     address_book: presentAddressBook(response.addressBook),
     metadata: presentMetadata(response.metadata),
+    next_cursor: presentNextCursor(response.nextPageToken),
   };
+}
+
+/** tonquery's own field (toncenter clients ignore it): the `cursor` of the next page, null after the last one. */
+function presentNextCursor(token: string): string | null {
+  return token === "" ? null : token;
 }
