@@ -39,6 +39,8 @@ export interface Config {
   maxConnections: number;
   /** Bound of opening a database connection and of the health probe: an unreachable database is known this fast. */
   dbConnectTimeoutMs: number;
+  /** Megabytes of rebuilt v2 transaction BOCs kept by transaction hash. */
+  transactionBocCacheMb: number;
   /** Key of the HMAC that marks /traces cursors as ours ("" = a built-in key). */
   cursorSecret: string;
   /** Values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold, repeats removed. */
@@ -108,6 +110,11 @@ export const settings = {
     default: "1000",
     help: "Bound of opening a database connection and of the database health probe: while the database is unreachable requests fail with 503 this fast.",
   },
+  transactionBocCacheMb: {
+    env: "TRANSACTION_BOC_CACHE_MB",
+    default: "32",
+    help: "Megabytes of rebuilt transaction BOCs (getBlockTransactionsExt's data) kept by transaction hash for later responses (0: rebuild every time).",
+  },
   cursorSecret: {
     env: "CURSOR_SECRET",
     default: "",
@@ -160,6 +167,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     idleTimeoutMs: integer(s.idleTimeoutMs.env, read(s.idleTimeoutMs), 1, 3_600_000),
     maxConnections: integer(s.maxConnections.env, read(s.maxConnections), 1, 1_000_000),
     dbConnectTimeoutMs: integer(s.dbConnectTimeoutMs.env, read(s.dbConnectTimeoutMs), 1, 600_000),
+    transactionBocCacheMb: integer(s.transactionBocCacheMb.env, read(s.transactionBocCacheMb), 0, 100_000),
     cursorSecret: read(s.cursorSecret),
     maxListValues: integer(s.maxListValues.env, read(s.maxListValues), 1, 100_000),
   };

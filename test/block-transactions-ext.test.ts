@@ -98,6 +98,23 @@ describe("the recorded getBlockTransactionsExt responses", () => {
     expect(conformBlockTransactionsExt(response.result, recorded.result, file.includes("abbreviated"))).toEqual(recorded.result);
   });
 
+  it("answers a block again from the rebuilt BOCs it keeps, as a server that keeps none does", async () => {
+    const query = `${masterchain}&seqno=39984096&count=40`;
+    const recorded = recordings.get("getBlockTransactionsExt_mainnet_mc39984096_blockpi.json") as { result: Json };
+    const uncached = await startTestServer(db.url, { TRANSACTION_BOC_CACHE_MB: "0" });
+    try {
+      const first = await v2(query);
+      const again = await v2(query);
+      const rebuilt = await uncached.rest(`/api/v2/getBlockTransactionsExt?${query}`);
+      const transactions = (body: unknown) => (body as { result: { transactions: Json[] } }).result.transactions;
+      expect(transactions(again.body)).toEqual(transactions(first.body));
+      expect(transactions(rebuilt.body)).toEqual(transactions(first.body));
+      expect(transactions(again.body).map((t) => t.data)).toEqual((recorded.result.transactions as Json[]).map((t) => t.data));
+    } finally {
+      await uncached.close();
+    }
+  });
+
   it("pages with the (account, lt) cursor: disjoint and complete", async () => {
     const all = ((await v2(`${masterchain}&seqno=39984096`)).body as { result: { transactions: Json[] } }).result.transactions;
     const paged: Json[] = [];

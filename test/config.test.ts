@@ -25,6 +25,7 @@ describe("configuration", () => {
       dbConnectTimeoutMs: 1000,
       decodeBodies: true,
       decodedBodyCache: 10000,
+      transactionBocCacheMb: 32,
       cursorSecret: "",
       maxListValues: 256,
     });

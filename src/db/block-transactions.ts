@@ -1,6 +1,7 @@
 import type { BlockIdExt, MessageData, RawMessage, RawTransaction } from "../../gen/tonquery/v1/block_transactions_pb.ts";
 import { userFriendly } from "../ton/address.ts";
 import { readMessageData } from "../ton/message-data.ts";
+import { LRUCache } from "lru-cache";
 import { rebuildTransactionBoc } from "../ton/transaction-boc.ts";
 import { runQuery, type Sql } from "./client.ts";
 import { groupMessages, type MessageRow, selectMessageRows, selectTransactionRows, type TransactionRow } from "./transactions.ts";
@@ -37,6 +38,27 @@ export interface AccountCursor {
 }
 
 /**
+ * Rebuilt BOCs by transaction hash, "" for one that does not reproduce its hash. A transaction never changes under
+ * its hash, and rebuilding and hashing it was 38-40% of the server's CPU on pages of 1000 block transactions; blocks
+ * are read again and again (explorers, indexers catching up, retries). Bounded by the text's size.
+ */
+let recentBocs: LRUCache<string, string> | undefined;
+
+function transactionBocs(maxBytes: number): LRUCache<string, string> | undefined {
+  if (maxBytes === 0) return undefined;
+  if (recentBocs?.maxSize !== maxBytes) recentBocs = new LRUCache({ maxSize: maxBytes, sizeCalculation: (boc, hash) => boc.length + hash.length + 64 });
+  return recentBocs;
+}
+
+function transactionBoc(bocs: LRUCache<string, string> | undefined, row: TransactionRow, inMsg: MessageRow | undefined, outMsgs: readonly MessageRow[]): string {
+  const known = bocs?.get(row.hash);
+  if (known !== undefined) return known;
+  const boc = rebuildTransactionBoc(row, inMsg, outMsgs) ?? "";
+  bocs?.set(row.hash, boc);
+  return boc;
+}
+
+/**
  * Up to `limit` transactions of the block after the cursor. Accounts of one block share its workchain, so the
  * raw form in the "C" collation sorts like the 256-bit account id, whatever the database's locale.
  */
@@ -46,6 +68,7 @@ export async function selectBlockTransactions(
   block: BlockIdExt,
   after: AccountCursor | undefined,
   limit: number,
+  bocCacheBytes: number,
 ): Promise<RawTransaction[]> {
   const rows = await runQuery(
     signal,
@@ -59,9 +82,10 @@ export async function selectBlockTransactions(
   );
   if (rows.length === 0) return [];
   const messages = groupMessages(await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }));
+  const bocs = transactionBocs(bocCacheBytes);
   return rows.map((row) => {
     const own = messages.get(row.hash);
-    return rawTransaction(row, own?.inMsg, own?.outMsgs ?? []);
+    return rawTransaction(row, own?.inMsg, own?.outMsgs ?? [], bocs);
   });
 }
 
@@ -103,7 +127,12 @@ function rawMessage(row: MessageRow): RawMessage {
   };
 }
 
-function rawTransaction(row: TransactionRow, inMsg: MessageRow | undefined, outMsgs: readonly MessageRow[]): RawTransaction {
+function rawTransaction(
+  row: TransactionRow,
+  inMsg: MessageRow | undefined,
+  outMsgs: readonly MessageRow[],
+  bocs: LRUCache<string, string> | undefined,
+): RawTransaction {
   // As tonlib: the fee is the total fees plus what the outbound messages paid for forwarding.
   const fee = outMsgs.reduce((sum, m) => sum + BigInt(m.fwd_fee ?? "0") + BigInt(m.ihr_fee ?? "0"), BigInt(row.total_fees ?? "0"));
   const storageFee = BigInt(row.storage_fees_collected ?? "0");
@@ -111,7 +140,7 @@ function rawTransaction(row: TransactionRow, inMsg: MessageRow | undefined, outM
     $typeName: "tonquery.v1.RawTransaction",
     address: accountAddress(row.account),
     utime: String(row.now ?? 0),
-    data: rebuildTransactionBoc(row, inMsg, outMsgs) ?? "",
+    data: transactionBoc(bocs, row, inMsg, outMsgs),
     transactionId: { $typeName: "tonquery.v1.TransactionId", lt: row.lt, hash: row.hash },
     fee: fee.toString(),
     storageFee: storageFee.toString(),

@@ -51,7 +51,7 @@ export async function getBlockTransactionsExt(
   }
 
   // One more than asked tells whether the block has more.
-  const transactions = await selectBlockTransactions(deps.db.sql, context.signal, block, after, count + 1);
+  const transactions = await selectBlockTransactions(deps.db.sql, context.signal, block, after, count + 1, deps.config.transactionBocCacheMb * 1024 * 1024);
   return create(GetBlockTransactionsExtResponseSchema, {
     id: block,
     reqCount: count,
