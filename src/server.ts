@@ -1,6 +1,8 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
+import { ServiceHealth } from "./ops/health.ts";
+import { reflectionRoutes } from "./ops/reflection.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
 import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
@@ -25,22 +27,29 @@ const errorInterceptor: Interceptor = (next) => async (request) => {
 
 /**
  * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
- * gRPC-web for the typed API, the legacy REST paths, /healthz, and CORS for browsers, all on one port.
+ * gRPC-web for the typed API, gRPC health and reflection, the legacy REST paths, the health probes
+ * (/livez, /readyz, /healthz), and CORS for browsers, all on one port.
  */
 export function createServer(deps: ServiceDeps): Server {
   const shutdown = new AbortController();
   const service = createTonQueryService(deps);
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
-  const health = healthHandler(deps);
+  const health = new ServiceHealth(deps.db.availability);
+  const probes = health.httpProbes();
   const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
-    if (requestUrl(req)?.pathname !== "/healthz") notFound(req, res);
-    else if (!refusedMethod(req, res)) health(req, res);
+    const probe = probes.get(requestUrl(req)?.pathname ?? "");
+    if (probe === undefined) notFound(req, res);
+    else if (!refusedMethod(req, res)) probe(req, res);
   });
   // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
   // the server's, and a request that makes no URL is refused (see rpc-door.ts).
   const rpc = rpcDoor({
-    routes: connectRoutes(service),
+    routes: (router) => {
+      connectRoutes(service)(router);
+      health.routes(router);
+      reflectionRoutes(router);
+    },
     interceptors: [errorInterceptor],
     fallback: rest,
     shutdownSignal: shutdown.signal,
@@ -53,7 +62,10 @@ export function createServer(deps: ServiceDeps): Server {
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),
-    close: () => server.close(deps.config.shutdownTimeoutMs, () => shutdown.abort()),
+    close: () => {
+      health.drain();
+      return server.close(deps.config.shutdownTimeoutMs, () => shutdown.abort());
+    },
   };
 }
 
@@ -77,18 +89,5 @@ function corsHandler(origin: string, next: HttpHandler): HttpHandler {
       return;
     }
     next(req, res);
-  };
-}
-
-/**
- * Liveness and readiness in one: 200 while the database answers, 503 at once while it does not. The answer is the
- * availability probe's (see DatabaseAvailability), so a health check costs the database nothing.
- */
-function healthHandler(deps: ServiceDeps): HttpHandler {
-  return (_req, res) => {
-    deps.db.availability.ready().then(
-      () => sendJson(res, 200, { status: "ok" }),
-      () => sendJson(res, 503, { status: "unavailable", error: "database unavailable" }),
-    );
   };
 }

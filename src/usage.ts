@@ -1,6 +1,17 @@
 // The commands printed at start-up; the README shows the same ones.
 
+import { fileURLToPath } from "node:url";
+
 const rpc = "tonquery.v1.TonQueryService";
+
+/**
+ * This project's buf, runnable from any directory: the server answers reflection, so buf needs no schema, only a
+ * binary (plain `npx buf` outside the project would look for an npm package called buf instead).
+ */
+const projectRoot = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
+const buf = `npx --prefix ${/^[\w./-]+$/.test(projectRoot) ? projectRoot : `'${projectRoot.replaceAll("'", `'\\''`)}'`} buf`;
+const grpc = `${buf} curl --protocol grpc --http2-prior-knowledge`;
+const grpcWeb = `${buf} curl --protocol grpcweb`;
 
 /**
  * A wallet transfer of the demo data (fixtures/toncenter/traces_mainnet_tonTransfer_mtw.json): the root
@@ -41,14 +52,14 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
         ]
       : []),
     "",
-    "gRPC (HTTP/2 cleartext) and gRPC-web, with buf from this project:",
-    `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge ${baseUrl}/${rpc}/GetMasterchainInfo`,
-    `  npx buf curl --schema proto --protocol grpcweb ${baseUrl}/${rpc}/GetMasterchainInfo`,
+    "gRPC (HTTP/2 cleartext) and gRPC-web, with buf from this project, from any directory (the server describes itself):",
+    `  ${grpc} ${baseUrl}/${rpc}/GetMasterchainInfo`,
+    `  ${grpcWeb} ${baseUrl}/${rpc}/GetMasterchainInfo`,
     ...(demo
       ? [
-          `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge -d '{"hash":"${demoTransactionHex}"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`,
-          `  npx buf curl --schema proto --protocol grpcweb -d '{"txHash":["${demoTransactionHex}"]}' ${baseUrl}/${rpc}/GetTraces`,
-          `  npx buf curl --schema proto --protocol grpc --http2-prior-knowledge -d '{"workchain":-1,"shard":"-9223372036854775808","seqno":39984096}' ${baseUrl}/${rpc}/GetBlockTransactionsExt`,
+          `  ${grpc} -d '{"hash":"${demoTransactionHex}"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`,
+          `  ${grpcWeb} -d '{"txHash":["${demoTransactionHex}"]}' ${baseUrl}/${rpc}/GetTraces`,
+          `  ${grpc} -d '{"workchain":-1,"shard":"-9223372036854775808","seqno":39984096}' ${baseUrl}/${rpc}/GetBlockTransactionsExt`,
         ]
       : []),
     "",

@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { tmpdir } from "node:os";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoRecordings, readRecording } from "../src/demo/dataset.ts";
@@ -47,7 +48,7 @@ function printedCommands(stdout: string): string[] {
   return stdout
     .split("\n")
     .map((line) => line.trim())
-    .filter((line) => line.startsWith("curl ") || line.startsWith("npx buf curl ") || line.startsWith("Health: curl "));
+    .filter((line) => line.startsWith("curl ") || /^npx --prefix \S+ buf curl /.test(line) || line.startsWith("Health: curl "));
 }
 
 describe("npm start with no DATABASE_URL", () => {
@@ -72,13 +73,13 @@ describe("npm start with no DATABASE_URL", () => {
     expect(commands.some((c) => c.includes("--protocol grpcweb"))).toBe(true);
   });
 
-  it("answers every printed command, run as pasted in a shell", async () => {
+  it("answers every printed command, run as pasted in a shell in another directory", async () => {
     const commands = printedCommands(started.stdout());
     expect(commands.length).toBe(15);
     for (const line of commands) {
       const command = line.replace(/^Health: /, "");
       const { stdout } = await run("sh", ["-c", command], {
-        cwd: projectRoot,
+        cwd: tmpdir(),
         env: { ...process.env, PATH: `${projectRoot}node_modules/.bin:${process.env.PATH ?? ""}` },
       });
       const body = JSON.parse(stdout) as Record<string, unknown>;

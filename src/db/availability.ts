@@ -23,6 +23,7 @@ export class DatabaseAvailability {
   #stopped = false;
   /** Aborted when the database goes down: what statements in flight race against. */
   #upPeriod = new AbortController();
+  readonly #subscribers = new Set<(up: boolean) => void>();
 
   constructor(probe: (timeoutMs: number) => Promise<void>, options: AvailabilityOptions) {
     this.#probe = probe;
@@ -32,6 +33,17 @@ export class DatabaseAvailability {
   /** Fires when the database goes down; a fresh signal after every recovery. */
   get downSignal(): AbortSignal {
     return this.#upPeriod.signal;
+  }
+
+  /** What the last probe found, without probing: for those who follow changes (see subscribe) rather than ask. */
+  get up(): boolean {
+    return this.#up;
+  }
+
+  /** Calls `listener` on every change, until the returned function is called (a health Watch stream follows it). */
+  subscribe(listener: (up: boolean) => void): () => void {
+    this.#subscribers.add(listener);
+    return () => this.#subscribers.delete(listener);
   }
 
   start(): void {
@@ -83,6 +95,7 @@ export class DatabaseAvailability {
       this.#options.onDown();
       this.#options.onChange?.(false, 0);
     }
+    for (const listener of this.#subscribers) listener(up);
     this.#schedule();
   }
 

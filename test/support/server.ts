@@ -17,6 +17,8 @@ export interface TestServer {
   /** The prepared-statement pool of `db`. */
   sql: Sql;
   client(protocol: RpcProtocol): Client<typeof TonQueryService>;
+  /** The transport `client` uses, for clients of the server's other services. */
+  transport(protocol: RpcProtocol): Transport;
   /** GET a REST path; returns the status and the parsed JSON body. */
   rest(pathAndQuery: string): Promise<{ status: number; body: unknown; headers: Headers }>;
   close(): Promise<void>;
@@ -41,6 +43,7 @@ export async function startTestServer(databaseUrl: string, env: Record<string, s
     db,
     sql: db.sql,
     client: (protocol) => createClient(TonQueryService, transports[protocol]),
+    transport: (protocol) => transports[protocol],
     async rest(pathAndQuery) {
       const response = await fetch(`${baseUrl}${pathAndQuery}`);
       const text = await response.text();
