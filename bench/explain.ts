@@ -9,7 +9,8 @@
 //             with the real row counts, times and JIT use.
 // A statement sent unnamed (Database.sqlCustomPlan) is planned for its values at every call: its steady plan is
 // the custom plan, and its generic plan, which it never gets, is shown for comparison only.
-// EXPLAIN EXECUTE takes no bind parameters, so the values are written as typed literals.
+// EXPLAIN EXECUTE takes no bind parameters, so the values are written as literals, which EXECUTE coerces to the
+// parameters' types.
 
 import postgres from "postgres";
 import type { CapturedStatement } from "./capture.ts";
@@ -181,11 +182,11 @@ export class Explainer {
       const types = statement.parameters.map(declaredType);
       const declared = types.length > 0 ? `(${types.join(", ")})` : "";
       await conn.unsafe(`prepare ${name}${declared} as ${statement.query}`);
-      const [prepared] = await conn<{ types: string[] }[]>`select parameter_types::text[] as types from pg_prepared_statements where name = ${name}`;
-      const paramTypes = prepared?.types ?? [];
-      const args = statement.parameters.map((v, i) => {
+      // Untyped literals: EXECUTE coerces each to its parameter's type, typmod included. A cast to the name
+      // pg_prepared_statements gives would lose the typmod: a char(44) hash cast to `character` is char(1).
+      const args = statement.parameters.map((v) => {
         const text = literalText(v);
-        return text === null ? `NULL::${paramTypes[i]}` : `'${text.replace(/'/g, "''")}'::${paramTypes[i]}`;
+        return text === null ? "NULL" : `'${text.replace(/'/g, "''")}'`;
       });
       const execute = `execute ${name}${args.length > 0 ? `(${args.join(", ")})` : ""}`;
       const explainOnce = async (options: string): Promise<PlanSummary> => {

@@ -412,6 +412,12 @@ describe("a selection by hashes costs what its list costs", () => {
     expect(plans.seqScans.filter((s) => s.relation === "traces")).toEqual([]);
   });
 
+  it("is explained with the values the statement ran with: a char(44) hash is not cut to one character", async () => {
+    const plans = await explainer.explain({ query: "select trace_id from traces where trace_id = $1", parameters: [trace(7)], prepared: true, after: [], rows: 1 });
+    expect(plans.error).toBeUndefined();
+    expect(plans.steady?.nodes?.find((n) => n.relation === "traces")?.actualRows).toBe(1);
+  });
+
   it("keeps toncenter's semantics: order, time order, paging, msg_hash_norm, duplicates", async () => {
     const ids = [3, 1, 2, 5, 4].map(trace);
     const byLtDesc = [5, 4, 3, 2, 1].map(trace);
