@@ -35,6 +35,8 @@ export interface BenchOptions {
   serverEnv: Record<string, string>;
   outDir: string;
   list: boolean;
+  /** Iteration mode: short runs at concurrency 1 over REST and gRPC, no EXPLAIN, no mixed load unless asked for, one JSON line per run. */
+  quick: boolean;
 }
 
 const help = `npm run bench -- [options]
@@ -69,6 +71,10 @@ bench/results/<timestamp>.json and bench/results/latest.md.
   --server-env K=V        extra environment for the server process, repeatable (e.g. DB_POOL_SIZE=20)
   --out DIR               results directory (default bench/results)
   --list                  print the cases chosen from the data and exit
+  --quick                 for iteration (about 2-3 min on a 200k index): defaults become --duration-ms 1000
+                          --warmup-ms 200 --concurrency 1 --protocols rest,grpc --no-explain, the mixed load runs
+                          only when --cases names it, and each run also prints one JSON line
+                          {"case","door","p50_ms","p99_ms","floor_p50_ms","ratio"}; explicit flags still win
 `;
 
 function numberList(value: string, name: string): number[] {
@@ -107,6 +113,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       "server-env": { type: "string", multiple: true },
       out: { type: "string" },
       list: { type: "boolean" },
+      quick: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -114,7 +121,8 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     process.stdout.write(help);
     return undefined;
   }
-  const protocols = (values.protocols ?? "rest,connect,grpc").split(",").map((p) => p.trim());
+  const quick = values.quick ?? false;
+  const protocols = (values.protocols ?? (quick ? "rest,grpc" : "rest,connect,grpc")).split(",").map((p) => p.trim());
   for (const p of protocols) {
     if (!(allProtocols as readonly string[]).includes(p)) throw new Error(`--protocols: unknown protocol "${p}" (${allProtocols.join(", ")})`);
   }
@@ -128,11 +136,11 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
   }
   return {
     databaseUrl: values["database-url"] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench",
-    durationMs: wholeNumber(values["duration-ms"] ?? "2500", "--duration-ms"),
-    warmupMs: wholeNumber(values["warmup-ms"] ?? "500", "--warmup-ms"),
+    durationMs: wholeNumber(values["duration-ms"] ?? (quick ? "1000" : "2500"), "--duration-ms"),
+    warmupMs: wholeNumber(values["warmup-ms"] ?? (quick ? "200" : "500"), "--warmup-ms"),
     maxRequests: wholeNumber(values["max-requests"] ?? "0", "--max-requests"),
     maxRunMs: wholeNumber(values["max-run-ms"] ?? "20000", "--max-run-ms"),
-    concurrency: numberList(values.concurrency ?? "1,16,64", "--concurrency"),
+    concurrency: numberList(values.concurrency ?? (quick ? "1" : "1,16,64"), "--concurrency"),
     protocols: protocols as Protocol[],
     cases: (values.cases ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""),
     mixedHeavyClients: wholeNumber(values["mixed-heavy-clients"] ?? "6", "--mixed-heavy-clients"),
@@ -142,11 +150,12 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     mixedDurationMs: wholeNumber(values["mixed-duration-ms"] ?? "20000", "--mixed-duration-ms"),
     client,
     floor: !values["no-floor"],
-    explain: !values["no-explain"],
+    explain: !values["no-explain"] && !quick,
     serverNodeArgs: values["server-node-arg"] ?? [],
     serverEnv,
     outDir: values.out ?? new URL("./results/", import.meta.url).pathname,
     list: values.list ?? false,
+    quick,
   };
 }
 
