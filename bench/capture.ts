@@ -221,7 +221,7 @@ export function replay(db: Database, statements: readonly CapturedStatement[], s
   for (const s of statements) {
     // Through runQuery, as the service runs its statements: the same read-only transaction around each.
     const run = () =>
-      runQuery(signal, s.prepared ? db.sql : db.sqlCustomPlan, (tx) =>
+      runQuery(signal, s.prepared ? db.sql : db.sqlCustomPlan, "floor_replay", (tx) =>
         tx.unsafe(s.query, s.parameters as postgres.ParameterOrJSON<never>[], { prepare: s.prepared }),
       );
     done.push(s.after.length === 0 ? Promise.resolve().then(run) : Promise.all(s.after.map((j) => done[j])).then(run));

@@ -259,6 +259,9 @@ async function main(): Promise<number> {
     await monitorSql.end({ timeout: 5 });
   }
   const memory = server.memory();
+  // What an operator's Prometheus would see after the bench (of the last server process, should one have crashed).
+  const metricsText = await server.scrapeMetrics().catch((err: unknown) => `# scraping /metrics failed: ${String(err)}\n`);
+  const accessLines = server.accessLines();
   await server.stop();
   const peakRssMb = Math.max(memory.hwmMb, endedPeakMb);
 
@@ -284,10 +287,13 @@ async function main(): Promise<number> {
   const stamp = startedAt.toISOString().replace(/[:.]/g, "-");
   const jsonPath = join(outDir, `${stamp}.json`);
   const mdPath = join(outDir, "latest.md");
+  const metricsPath = join(outDir, `${stamp}.metrics.txt`);
+  await writeFile(metricsPath, metricsText);
   await writeFile(jsonPath, `${JSON.stringify(result, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}\n`);
   await writeFile(mdPath, markdown(result));
   log("");
   log(targetsText(targets));
+  log(`server: ${accessLines} access log lines; /metrics at the end: ${metricsPath}`);
   log(`results: ${jsonPath}\n         ${mdPath}`);
   return 0;
 }

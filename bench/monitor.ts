@@ -23,6 +23,10 @@ export interface ServerProcess {
   lifetimePeakRssMb(): number;
   /** Resolves when the server has used under 5% of a core for 300 ms (or after 60 s). */
   waitIdle(): Promise<void>;
+  /** Access log lines the server has written (they are counted, not shown). */
+  accessLines(): number;
+  /** The server's /metrics, as Prometheus would scrape it. */
+  scrapeMetrics(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -116,10 +120,17 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
   const entry = new URL("./server-process.ts", import.meta.url).pathname;
   const child: ChildProcess = spawn(process.execPath, [...serviceNodeFlags(), ...nodeArgs, entry], {
     env: { ...process.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
-    stdio: ["pipe", "pipe", "inherit"],
+    stdio: ["pipe", "pipe", "pipe"],
   });
   const pid = child.pid;
   if (pid === undefined) throw new Error("could not start the server process");
+  // The server writes its log as it would in production (to a pipe someone reads); its access lines, one per
+  // request, are counted rather than shown, its other lines are passed on.
+  let accessLines = 0;
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    if (line.includes('"message":"request"')) accessLines++;
+    else process.stderr.write(`${line}\n`);
+  });
   const ready = await new Promise<{ port: number; poolSize: number }>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.once("line", (line) => {
@@ -173,6 +184,12 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
         if (now - last < 15) return;
         last = now;
       }
+    },
+    accessLines: () => accessLines,
+    async scrapeMetrics() {
+      const response = await fetch(`http://127.0.0.1:${ready.port}/metrics`);
+      if (response.status !== 200) throw new Error(`/metrics answered ${response.status}`);
+      return response.text();
     },
     async stop() {
       clearInterval(timer);

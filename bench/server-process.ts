@@ -8,6 +8,9 @@
 import { loadConfig } from "../src/config.ts";
 import { databaseOptions, openDatabase } from "../src/db/client.ts";
 import { checkSchemaVersion } from "../src/db/version.ts";
+import { setLogLevel } from "../src/log.ts";
+import { Telemetry } from "../src/observability/telemetry.ts";
+import { startTracing } from "../src/observability/tracing.ts";
 import { createServer } from "../src/server.ts";
 
 const config = loadConfig({ ...process.env, HOST: "127.0.0.1", PORT: "0" });
@@ -15,9 +18,12 @@ if (config.databaseUrl === undefined) {
   process.stderr.write("bench/server-process.ts: DATABASE_URL is required\n");
   process.exit(2);
 }
-const db = openDatabase(databaseOptions(config, config.databaseUrl));
+setLogLevel(config.logLevel);
+const tracing = await startTracing(config);
+const telemetry = new Telemetry(tracing);
+const db = openDatabase(databaseOptions(config, config.databaseUrl, { telemetry }));
 await checkSchemaVersion(db.sql);
-const server = createServer({ db, config });
+const server = createServer({ db, config, telemetry });
 const address = await server.listen(0, "127.0.0.1");
 process.stdout.write(`${JSON.stringify({ port: address.port, pid: process.pid, poolSize: config.poolSize })}\n`);
 
@@ -27,6 +33,7 @@ async function stop() {
   stopping = true;
   await server.close();
   await db.end();
+  await tracing?.shutdown();
   process.exit(0);
 }
 process.on("SIGTERM", () => void stop());

@@ -1,4 +1,5 @@
 import { abortError, untilAborted } from "./abort.ts";
+import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.ts";
 
 /**
  * Bounds the work the service does at once, by weight: a request takes as many slots as its page holds
@@ -22,8 +23,10 @@ export class Admission {
   #freeShared: number;
   #freeReserved: number;
   readonly #waiting: Waiter[] = [];
+  readonly #recorder: AdmissionRecorder | undefined;
 
-  constructor(slots: number) {
+  constructor(slots: number, recorder?: AdmissionRecorder) {
+    this.#recorder = recorder;
     this.#reserved = reservedSlots(slots);
     this.#shared = slots - this.#reserved;
     this.#freeShared = this.#shared;
@@ -54,6 +57,17 @@ export class Admission {
     return untilAborted(signal, done);
   }
 
+  /** For the metrics, read when they are scraped. */
+  state(): AdmissionState {
+    return {
+      queued: this.#waiting.length,
+      lanes: [
+        { lane: "reserved", slots: this.#reserved, inUse: this.#reserved - this.#freeReserved },
+        { lane: "shared", slots: this.#shared, inUse: this.#shared - this.#freeShared },
+      ],
+    };
+  }
+
   #slotsFor(weight: number): number {
     return Math.min(this.#shared, Math.max(1, Math.ceil(weight)));
   }
@@ -62,23 +76,28 @@ export class Admission {
     if (signal.aborted) return Promise.reject(abortError(signal));
     if (count === 1 && this.#freeReserved > 0) {
       this.#freeReserved--;
+      this.#recorder?.admissionWaited(0);
       return Promise.resolve({ lane: "reserved", count });
     }
     if (this.#waiting.length === 0 && this.#freeShared >= count) {
       this.#freeShared -= count;
+      this.#recorder?.admissionWaited(0);
       return Promise.resolve({ lane: "shared", count });
     }
+    const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
       const entry: Waiter = {
         count,
         grant: (lane) => {
           signal.removeEventListener("abort", cancel);
+          this.#recorder?.admissionWaited((performance.now() - queuedAt) / 1000);
           resolve({ lane, count });
         },
       };
       const cancel = () => {
         const index = this.#waiting.indexOf(entry);
         if (index >= 0) this.#waiting.splice(index, 1);
+        this.#recorder?.admissionWaited((performance.now() - queuedAt) / 1000);
         reject(abortError(signal));
         // The head may have been the one holding the others back.
         this.#grantWaiting();

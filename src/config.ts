@@ -1,6 +1,8 @@
 // Service configuration, read from the environment so the same build runs in a container, under a
 // process manager or from `npm start`.
 
+import { logLevels, type LogLevel } from "./log.ts";
+
 export interface Config {
   /** PostgreSQL URL of the ton-index-worker database; absent = embedded PGlite with demo data. */
   databaseUrl: string | undefined;
@@ -45,6 +47,14 @@ export interface Config {
   cursorSecret: string;
   /** Values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold, repeats removed. */
   maxListValues: number;
+  /** Log lines below this level are dropped. */
+  logLevel: LogLevel;
+  /** One line per request at info level. */
+  accessLog: boolean;
+  /** OTLP collector: spans are exported there when set (see startTracing). */
+  otlpEndpoint: string | undefined;
+  /** OTLP traces endpoint (a full URL), instead of or beside otlpEndpoint. */
+  otlpTracesEndpoint: string | undefined;
 }
 
 interface Setting {
@@ -125,6 +135,22 @@ export const settings = {
     default: "256",
     help: "Most values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold once repeats are removed; more is a 422 / INVALID_ARGUMENT.",
   },
+  logLevel: { env: "LOG_LEVEL", default: "info", help: "Least severe log line written to stderr: debug, info, warn or error." },
+  accessLog: {
+    env: "ACCESS_LOG",
+    default: "true",
+    help: "true: one JSON line per request (at info level, with its X-Request-Id); false: none, the other info lines stay.",
+  },
+  otlpEndpoint: {
+    env: "OTEL_EXPORTER_OTLP_ENDPOINT",
+    default: "",
+    help: "OpenTelemetry collector base URL (http://host:4318): set, requests and SQL statements are traced and their spans sent to <URL>/v1/traces; the SDK's other OTEL_* variables apply. Empty: no tracing, the SDK is not even loaded.",
+  },
+  otlpTracesEndpoint: {
+    env: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    default: "",
+    help: "Full URL of an OTLP traces endpoint; turns tracing on like OTEL_EXPORTER_OTLP_ENDPOINT, and wins over it for spans.",
+  },
 } satisfies Record<keyof Config, Setting>;
 
 export class ConfigError extends Error {}
@@ -134,6 +160,12 @@ function integer(name: string, value: string, min: number, max: number): number 
   const n = Number(value);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
+  const found = allowed.find((a) => a === value.toLowerCase());
+  if (found === undefined) throw new ConfigError(`${name} must be one of ${allowed.join(", ")}, got "${value}"`);
+  return found;
 }
 
 function boolean(name: string, value: string): boolean {
@@ -170,6 +202,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     transactionBocCacheMb: integer(s.transactionBocCacheMb.env, read(s.transactionBocCacheMb), 0, 100_000),
     cursorSecret: read(s.cursorSecret),
     maxListValues: integer(s.maxListValues.env, read(s.maxListValues), 1, 100_000),
+    logLevel: oneOf(s.logLevel.env, read(s.logLevel), logLevels),
+    accessLog: boolean(s.accessLog.env, read(s.accessLog)),
+    otlpEndpoint: read(s.otlpEndpoint) || undefined,
+    otlpTracesEndpoint: read(s.otlpTracesEndpoint) || undefined,
   };
   if (config.defaultLimit > config.maxLimit) {
     throw new ConfigError(`DEFAULT_LIMIT (${config.defaultLimit}) must not exceed MAX_LIMIT (${config.maxLimit})`);

@@ -2,7 +2,9 @@ import { ConfigError, helpText, loadConfig } from "./config.ts";
 import { databaseOptions, openDatabase, redactUrl } from "./db/client.ts";
 import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
 import { startDemoDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
-import { log } from "./log.ts";
+import { log, setLogLevel } from "./log.ts";
+import { Telemetry } from "./observability/telemetry.ts";
+import { startTracing } from "./observability/tracing.ts";
 import { createServer } from "./server.ts";
 import { usageExamples } from "./usage.ts";
 
@@ -12,6 +14,9 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = loadConfig();
+  setLogLevel(config.logLevel);
+  const tracing = await startTracing(config);
+  const telemetry = new Telemetry(tracing);
 
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
@@ -21,9 +26,9 @@ async function main(): Promise<number> {
     databaseUrl = embedded.url;
   }
 
-  const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: embedded !== undefined }));
+  const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: embedded !== undefined, telemetry }));
   const version = await checkSchemaVersion(db.sql);
-  const server = createServer({ db, config });
+  const server = createServer({ db, config, telemetry });
   const address = await server.listen(config.port, config.host);
 
   const host = address.address === "0.0.0.0" || address.address === "::" ? "127.0.0.1" : address.address;
@@ -32,6 +37,7 @@ async function main(): Promise<number> {
     url: baseUrl,
     database: embedded ? "embedded PGlite with the demo dataset" : redactUrl(databaseUrl),
     schema: formatVersion(version),
+    tracing: tracing === undefined ? "off" : "OTLP",
   });
   process.stdout.write(usageExamples(baseUrl, embedded !== undefined));
 
@@ -43,6 +49,8 @@ async function main(): Promise<number> {
     await server.close();
     await db.end();
     await embedded?.close();
+    // The last spans are sent before the process ends.
+    await tracing?.shutdown();
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

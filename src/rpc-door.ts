@@ -10,10 +10,11 @@ import {
 } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { createAsyncIterable, encodeEnvelope, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeFromHttpStatus, codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { log } from "./log.ts";
+import { grpcCodeName, nameRequest, type Door } from "./observability/request-context.ts";
 import type { HttpHandler, HttpResponse } from "./single-port.ts";
 
 // The RPC door: Connect, gRPC and gRPC-web for the router's procedures, served as connect-node's
@@ -39,15 +40,27 @@ interface CallState {
   reached: boolean;
   /** What the call was aborted with before it reached the implementation. */
   failure: unknown;
+  /** How the implementation's call ended, as the interceptors after this one left it (0: OK). */
+  code: Code | 0 | undefined;
 }
 
 const callState = createContextKey<CallState | undefined>(undefined, { description: "tonquery rpc door call state" });
 
-/** First of the interceptors: the call reached the implementation, so its failures are the implementation's. */
-const markReached: Interceptor = (next) => (request) => {
+/**
+ * First of the interceptors: the call reached the implementation, so its failures are the implementation's; and its
+ * outcome, as the other interceptors made it, is noted for the metrics and the access log.
+ */
+const markReached: Interceptor = (next) => async (request) => {
   const state = request.contextValues.get(callState);
   if (state !== undefined) state.reached = true;
-  return next(request);
+  try {
+    const response = await next(request);
+    if (state !== undefined) state.code = 0;
+    return response;
+  } catch (err) {
+    if (state !== undefined) state.code = ConnectError.from(err).code;
+    throw err;
+  }
 };
 
 /** Runs before the request body is read: from here on, the reason a call that never reaches the implementation is aborted with is noted. */
@@ -92,21 +105,43 @@ export function rpcDoor(options: RpcDoorOptions): HttpHandler {
       options.fallback(req, res);
       return;
     }
-    const state: CallState = { reached: false, failure: undefined };
+    const state: CallState = { reached: false, failure: undefined, code: undefined };
+    // The typed API's methods by name, others (health, reflection) by their full name: a few values either way.
+    const service = handler.method.parent.typeName;
+    const record = nameRequest(doors[protocolOf(req.method, req.headers["content-type"])], service.startsWith("tonquery.") ? handler.method.name : `${service}/${handler.method.name}`);
     let request: UniversalServerRequest;
     try {
       request = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(callState, state));
     } catch {
       const error = new ConnectError("malformed request: no valid authority (Host header)", Code.InvalidArgument);
+      if (record !== undefined) record.rpcCode = grpcCodeName(error.code);
       void write(errorResponse(protocolOf(req.method, req.headers["content-type"]), error, undefined), res, handler.method.name);
       return;
     }
     capDeadline(request.header, options.maxDeadlineMs);
     handler(request).then(
-      (response) => write(state.reached ? response : unreadable(response, state, protocolOf(request.method, request.header.get("content-type"))), res, handler.method.name),
+      (response) => {
+        const answer = state.reached ? response : unreadable(response, state, protocolOf(request.method, request.header.get("content-type")));
+        if (record !== undefined) record.rpcCode = grpcCodeName(outcome(state, answer, response));
+        return write(answer, res, handler.method.name);
+      },
       (reason: unknown) => report(reason, handler.method.name),
     );
   };
+}
+
+const doors: Record<Protocol, Door> = { connect: "connect", grpc: "grpc", "grpc-web": "grpc_web" };
+
+/**
+ * The call's gRPC code: the implementation's when it was reached; else INVALID_ARGUMENT when `unreadable` replaced
+ * the answer, the error the call was aborted with, or what the HTTP status says (connect refuses a wrong method,
+ * media type or protocol version before anything else).
+ */
+function outcome(state: CallState, answer: UniversalServerResponse, original: UniversalServerResponse): Code | 0 {
+  if (state.code !== undefined) return state.code;
+  if (answer !== original) return Code.InvalidArgument;
+  if (state.failure !== undefined) return ConnectError.from(state.failure).code;
+  return answer.status === 200 ? Code.Unknown : codeFromHttpStatus(answer.status);
 }
 
 function write(response: UniversalServerResponse, res: HttpResponse, method: string): Promise<void> {

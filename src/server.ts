@@ -1,6 +1,8 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
+import { metricsEndpoint, observeRequests, requestIdHeader } from "./observability/requests.ts";
+import type { Telemetry } from "./observability/telemetry.ts";
 import { ServiceHealth } from "./ops/health.ts";
 import { reflectionRoutes } from "./ops/reflection.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
@@ -28,19 +30,22 @@ const errorInterceptor: Interceptor = (next) => async (request) => {
 /**
  * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
  * gRPC-web for the typed API, gRPC health and reflection, the legacy REST paths, the health probes
- * (/livez, /readyz, /healthz), and CORS for browsers, all on one port.
+ * (/livez, /readyz, /healthz), /metrics, and CORS for browsers, all on one port; every request observed (request
+ * id, access log, metrics, tracing).
  */
-export function createServer(deps: ServiceDeps): Server {
+export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Server {
   const shutdown = new AbortController();
   const service = createTonQueryService(deps);
+  deps.telemetry.metrics.watchDatabase(() => deps.db.poolStates(), () => !deps.db.availability.downSignal.aborted);
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = new ServiceHealth(deps.db.availability);
-  const probes = health.httpProbes();
+  // GET-only endpoints beside the REST paths.
+  const endpoints = new Map<string, HttpHandler>([...health.httpProbes(), ["/metrics", metricsEndpoint(deps.telemetry.metrics)]]);
   const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
-    const probe = probes.get(requestUrl(req)?.pathname ?? "");
-    if (probe === undefined) notFound(req, res);
-    else if (!refusedMethod(req, res)) probe(req, res);
+    const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
+    if (endpoint === undefined) notFound(req, res);
+    else if (!refusedMethod(req, res)) endpoint(req, res);
   });
   // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
   // the server's, and a request that makes no URL is refused (see rpc-door.ts).
@@ -58,7 +63,7 @@ export function createServer(deps: ServiceDeps): Server {
     maxDeadlineMs: deps.config.requestTimeoutMs,
   });
   const withCors = corsHandler(deps.config.corsOrigin, rpc);
-  const server = createSinglePortServer(withCors, deps.config);
+  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, { accessLog: deps.config.accessLog }), deps.config);
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),
@@ -71,7 +76,7 @@ export function createServer(deps: ServiceDeps): Server {
 
 function corsHandler(origin: string, next: HttpHandler): HttpHandler {
   const allowHeaders = connectCors.allowedHeaders.join(", ");
-  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message"].join(", ");
+  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message", requestIdHeader].join(", ");
   return (req, res) => {
     if (req.headers.origin === undefined) {
       next(req, res);

@@ -32,7 +32,8 @@ export function createTonQueryService(deps: ServiceDeps) {
   const { config } = deps;
   // Before the first request, not during it: compiling the schema takes most of a second.
   prepareBodyDecoding(config);
-  const admission = new Admission(config.maxConcurrentRequests);
+  const admission = new Admission(config.maxConcurrentRequests, deps.telemetry?.metrics);
+  deps.telemetry?.metrics.watchAdmission(() => admission.state());
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 

@@ -28,6 +28,10 @@ describe("configuration", () => {
       transactionBocCacheMb: 32,
       cursorSecret: "",
       maxListValues: 256,
+      logLevel: "info",
+      accessLog: true,
+      otlpEndpoint: undefined,
+      otlpTracesEndpoint: undefined,
     });
   });
 
@@ -44,8 +48,12 @@ describe("configuration", () => {
       TESTNET: "true",
       CORS_ORIGIN: "https://app.example",
       SHUTDOWN_TIMEOUT_MS: "0",
+      LOG_LEVEL: "WARN",
+      ACCESS_LOG: "false",
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
     });
     expect(config).toMatchObject({ databaseUrl: "postgres://reader@db/index", port: 9000, poolSize: 4, testnet: true, maxLimit: 200 });
+    expect(config).toMatchObject({ logLevel: "warn", accessLog: false, otlpEndpoint: "http://collector:4318", otlpTracesEndpoint: undefined });
   });
 
   it.each([
@@ -55,6 +63,8 @@ describe("configuration", () => {
     [{ DECODE_BODIES: "sometimes" }, "DECODE_BODIES must be true or false"],
     [{ DB_POOL_SIZE: "0" }, "DB_POOL_SIZE must be between 1 and 1000"],
     [{ DEFAULT_LIMIT: "2000" }, "DEFAULT_LIMIT (2000) must not exceed MAX_LIMIT (1000)"],
+    [{ LOG_LEVEL: "verbose" }, 'LOG_LEVEL must be one of debug, info, warn, error, got "verbose"'],
+    [{ ACCESS_LOG: "some" }, "ACCESS_LOG must be true or false"],
   ])("refuses %o", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -132,23 +132,23 @@ describe("statements of a request", () => {
   });
 
   it("never start once their request is gone, even when their connection comes free after that", async () => {
-    const holder = runQuery(never, database.sql, (tx) => tx`select pg_sleep(0.3) as slept, 'holder' as who`);
+    const holder = runQuery(never, database.sql, "test", (tx) => tx`select pg_sleep(0.3) as slept, 'holder' as who`);
     await new Promise((r) => setTimeout(r, 50));
     const request = new AbortController();
-    const waiting = runQuery(request.signal, database.sql, (tx) => tx`select 'gone request' as who`);
+    const waiting = runQuery(request.signal, database.sql, "test", (tx) => tx`select 'gone request' as who`);
     request.abort(new ConnectError("client went away", Code.Canceled));
     await expect(waiting).rejects.toMatchObject({ code: Code.Canceled });
     await holder;
     // The connection has come free and served another statement since.
-    expect((await runQuery(never, database.sql, (tx) => tx`select 'next' as who`))[0]?.who).toBe("next");
+    expect((await runQuery(never, database.sql, "test", (tx) => tx`select 'next' as who`))[0]?.who).toBe("next");
     expect(sent.some((text) => text.includes("gone request"))).toBe(false);
     expect(sent.some((text) => text.includes("'next'"))).toBe(true);
   });
 
   it.runIf(onRealPostgres)("run in read-only transactions that no statement can turn writable", async () => {
     // Turning the session default off, as a statement could, must not let the next statement write.
-    await runQuery(never, database.sql, (tx) => tx`select set_config('default_transaction_read_only', 'off', false)`);
-    const write = runQuery(never, database.sql, (tx) => tx`insert into marketplace_names (address, name) values ('0:00', 'x')`);
+    await runQuery(never, database.sql, "test", (tx) => tx`select set_config('default_transaction_read_only', 'off', false)`);
+    const write = runQuery(never, database.sql, "test", (tx) => tx`insert into marketplace_names (address, name) values ('0:00', 'x')`);
     await expect(write).rejects.toMatchObject({ code: Code.Internal });
     const cause = await write.catch((err: ConnectError) => err.cause);
     expect((cause as { code?: string }).code).toBe("25006");

@@ -41,6 +41,7 @@ export async function selectTraceActionRows(
   const rows = await runQuery(
     signal,
     sql,
+    "trace_actions",
     (tx) => tx<StoredActionRow[]>`
       select
         A.trace_id,

@@ -23,6 +23,7 @@ export async function selectAddressBook(
     runQuery(
       signal,
       sql,
+      "address_book_states",
       (tx) => tx<LatestStateRow[]>`
         select S.account, S.code_hash, C.methods
         from latest_account_states S
@@ -32,6 +33,7 @@ export async function selectAddressBook(
     runQuery(
       signal,
       sql,
+      "address_book_domains",
       (tx) => tx<DomainRow[]>`
         select distinct on (D.nft_item_owner) D.nft_item_owner, D.domain
         from dns_entries D

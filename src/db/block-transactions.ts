@@ -16,6 +16,7 @@ export async function selectBlockId(sql: Sql, signal: AbortSignal, workchain: nu
   const [row] = await runQuery(
     signal,
     sql,
+    "block_id",
     (tx) => tx<BlockIdRow[]>`
       select workchain, shard, seqno, root_hash, file_hash from blocks
       where workchain = ${workchain} and shard = ${shard} and seqno = ${seqno}`,
@@ -73,6 +74,7 @@ export async function selectBlockTransactions(
   const rows = await runQuery(
     signal,
     sql,
+    "block_transactions",
     (tx) => tx<TransactionRow[]>`
       ${selectTransactionRows(sql)}
       where T.block_workchain = ${block.workchain} and T.block_shard = ${block.shard} and T.block_seqno = ${block.seqno}

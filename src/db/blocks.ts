@@ -20,6 +20,7 @@ export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Pro
   const rows = await runQuery(
     signal,
     sql,
+    "masterchain_range",
     (tx) => tx<BlockRow[]>`
       (select ${blockColumns(sql)}, 'first' as edge from blocks b where b.workchain = -1 order by b.seqno asc limit 1)
       union all

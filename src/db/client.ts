@@ -5,6 +5,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { abortError, untilAborted } from "../abort.ts";
 import type { Config } from "../config.ts";
 import { log } from "../log.ts";
+import type { PoolState } from "../observability/metrics.ts";
+import type { StatementTelemetry } from "../observability/telemetry.ts";
 import { DatabaseAvailability } from "./availability.ts";
 import { ConnectionGate, isUrgent } from "./connection-gate.ts";
 
@@ -36,6 +38,8 @@ export interface DatabaseOptions {
   sharedSession?: boolean;
   /** For the bench's SQL floor: sees each statement as built (before it is sent) and each one the driver sends. */
   observe?: StatementObserver;
+  /** Measures and traces each statement by its name (see runQuery). */
+  telemetry?: StatementTelemetry;
 }
 
 export interface StatementObserver {
@@ -62,21 +66,26 @@ export interface Database {
   sql: Sql;
   sqlCustomPlan: Sql;
   availability: DatabaseAvailability;
+  /** The pools' connections in use and statements waiting, for the metrics. */
+  poolStates(): PoolState[];
   end(): Promise<void>;
 }
 
 /** The database options the service's configuration gives. */
-export function databaseOptions(config: Config, url: string, extra: Pick<DatabaseOptions, "sharedSession" | "observe"> = {}): DatabaseOptions {
+export function databaseOptions(config: Config, url: string, extra: Pick<DatabaseOptions, "sharedSession" | "observe" | "telemetry"> = {}): DatabaseOptions {
   return { url, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs, ...extra };
 }
 
 /** What runQuery needs to know about the pool a handle stands for. */
 interface Pool {
+  /** Its label in the metrics. */
+  name: "prepared" | "custom_plan";
   live: Sql;
   open: () => Sql;
   readOnlyTransactions: boolean;
   availability: DatabaseAvailability;
   observe: ((statement: PromiseLike<unknown>) => void) | undefined;
+  telemetry: StatementTelemetry | undefined;
   gate: ConnectionGate;
 }
 
@@ -151,7 +160,8 @@ export function openDatabase(options: DatabaseOptions): Database {
     const live = open();
     const observe = options.observe && ((statement: PromiseLike<unknown>) => options.observe?.built(statement, prepare));
     const gate = sharedGate ?? new ConnectionGate(max);
-    const pool: Pool = { live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe, gate };
+    const name = prepare ? "prepared" : "custom_plan";
+    const pool: Pool = { name, live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe, telemetry: options.telemetry, gate };
     members.push(pool);
     pools.set(live, pool);
     return live;
@@ -163,6 +173,10 @@ export function openDatabase(options: DatabaseOptions): Database {
     sql,
     sqlCustomPlan,
     availability,
+    poolStates: () =>
+      sharedGate === undefined
+        ? members.map((pool) => ({ pool: pool.name, max: pool.gate.capacity, inUse: pool.gate.inUse, waiting: pool.gate.waiting }))
+        : [{ pool: "shared", max: sharedGate.capacity, inUse: sharedGate.inUse, waiting: sharedGate.waiting }],
     end: async () => {
       availability.stop();
       await Promise.all([...members.map((pool) => pool.live.end({ timeout: 5 })), health.close()]);
@@ -259,7 +273,8 @@ export function databaseError(err: unknown): ConnectError {
 
 /**
  * Runs one statement for a request, built by `build` on a connection of `pool` reserved for it, and maps its
- * failures through {@link databaseError}.
+ * failures through {@link databaseError}. `statement` names it in the metrics and traces: a fixed name per call
+ * site (never built from values), so that the metrics have one series per statement of the code.
  *
  * - The statement runs inside a read-only transaction (BEGIN READ ONLY, the statement and COMMIT are sent in one
  *   write, so this costs no extra round trip): a session default could be turned off by a statement, a
@@ -274,6 +289,7 @@ export function databaseError(err: unknown): ConnectError {
 export async function runQuery<T extends readonly postgres.MaybeRow[]>(
   signal: AbortSignal,
   pool: Sql,
+  statement: string,
   build: (sql: Sql) => postgres.PendingQuery<T>,
 ): Promise<postgres.RowList<T>> {
   const member = pools.get(pool);
@@ -288,7 +304,7 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
   } catch (err) {
     throw failure(member, stop, err);
   }
-  let statement: Promise<postgres.RowList<T>>;
+  let running: Promise<postgres.RowList<T>>;
   try {
     // Holding a permit, the connection is free at once (see ConnectionGate).
     const connection = await member.live.reserve();
@@ -297,14 +313,14 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
       connection.release();
       throw abortError(stop);
     }
-    statement = runReserved(connection, build, member);
+    running = runReserved(connection, statement, build, member);
   } catch (err) {
     release();
     throw failure(member, stop, err);
   }
-  void statement.then(release, release);
+  void running.then(release, release);
   try {
-    return await untilAborted(stop, statement);
+    return await untilAborted(stop, running);
   } catch (err) {
     throw failure(member, stop, err);
   }
@@ -315,18 +331,30 @@ export const transactionFrame = { begin: "begin read only", commit: "commit" } a
 
 async function runReserved<T extends readonly postgres.MaybeRow[]>(
   connection: postgres.ReservedSql,
+  name: string,
   build: (sql: Sql) => postgres.PendingQuery<T>,
   member: Pool,
 ): Promise<postgres.RowList<T>> {
   try {
     const built = build(connection);
     member.observe?.(built);
-    if (!member.readOnlyTransactions) return await built;
+    const ended = member.telemetry?.statementStarted(name);
+    if (!member.readOnlyTransactions) {
+      try {
+        const rows = await built;
+        ended?.();
+        return rows;
+      } catch (err) {
+        ended?.(err);
+        throw err;
+      }
+    }
     // Queued in this order in the same tick, the three go out in one write.
     const begin = connection.unsafe(transactionFrame.begin).execute();
     const statement = built.execute();
     const commit = connection.unsafe(transactionFrame.commit).execute();
     const [opened, result, closed] = await Promise.allSettled([begin, statement, commit]);
+    ended?.(result.status === "rejected" ? result.reason : opened.status === "rejected" ? opened.reason : undefined);
     if (result.status === "rejected") throw result.reason;
     if (opened.status === "rejected") throw opened.reason;
     if (closed.status === "rejected") throw closed.reason;

@@ -10,12 +10,24 @@ import { abortError } from "../abort.ts";
  * in arrival order. A waiter whose signal fires leaves the queue and never runs.
  */
 export class ConnectionGate {
+  readonly capacity: number;
   #free: number;
   readonly #urgent: Waiter[] = [];
   readonly #normal: Waiter[] = [];
 
   constructor(capacity: number) {
+    this.capacity = capacity;
     this.#free = capacity;
+  }
+
+  /** Permits held: connections running a statement. */
+  get inUse(): number {
+    return this.capacity - this.#free;
+  }
+
+  /** Statements waiting for a permit. */
+  get waiting(): number {
+    return this.#urgent.length + this.#normal.length;
   }
 
   /** Resolves with the function that gives the permit back. */

@@ -33,6 +33,7 @@ export async function selectMetadata(sql: Sql, signal: AbortSignal, addresses: I
   const rows = await runQuery(
     signal,
     sql,
+    "token_metadata",
     (tx) => tx<TokenRow[]>`
       with wallets as (
         select W.address, W.balance::text as balance, W.owner, W.jetton

@@ -68,6 +68,7 @@ export async function masterchainBlockExists(sql: Sql, signal: AbortSignal, seqn
   const rows = await runQuery(
     signal,
     sql,
+    "masterchain_block_exists",
     (tx) => tx`select 1 from blocks where workchain = -1 and shard = -9223372036854775808 and seqno = ${seqno}`,
   );
   return rows.length > 0;
@@ -119,6 +120,7 @@ export async function selectTraceRows(sql: Sql, signal: AbortSignal, filter: Tra
   return runQuery(
     signal,
     sql,
+    "trace_page",
     (tx) => tx<TraceRow[]>`
       ${withNamed}
       select E.trace_id, E.external_hash, E.mc_seqno_start, E.mc_seqno_end, E.start_lt, E.start_utime, E.end_lt,
@@ -159,6 +161,7 @@ export async function selectTraceTransactions(
     runQuery(
       signal,
       sql,
+      "trace_transactions",
       (tx) => tx<TransactionRow[]>`
         ${selectTransactionRows(sql)}
         where T.trace_id = any(${traceIds as string[]}::text[]::tonhash[])

@@ -52,6 +52,7 @@ export async function selectTransactionsByHash(
   const rows = await runQuery(
     signal,
     sql,
+    "transactions_by_hash",
     (tx) => tx<TransactionRow[]>`${selectTransactionRows(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
   );
   return completeTransactions(sql, signal, rows, bodies);
@@ -71,6 +72,7 @@ export async function selectAdjacentTransactions(
   const rows = await runQuery(
     signal,
     sql,
+    "adjacent_transactions",
     (tx) => tx<TransactionRow[]>`
       ${selectTransactionRows(sql)}
       where (T.hash, T.lt) in (
@@ -107,6 +109,7 @@ export function selectStateRows(sql: Sql, signal: AbortSignal, owners: Transacti
   return runQuery(
     signal,
     sql,
+    "account_states",
     (tx) => tx<AccountStateRow[]>`
       select S.hash, S.balance, S.balance_extra_currencies, S.account_status, S.frozen_hash, S.data_hash, S.code_hash
       from account_states S
@@ -156,6 +159,7 @@ export function selectMessageRows(sql: Sql, signal: AbortSignal, owners: Transac
   return runQuery(
     signal,
     sql,
+    "messages",
     (tx) => tx<MessageRow[]>`
       select M.tx_hash, M.msg_hash, M.msg_hash_norm, M.direction, M.source, M.destination, M.value,
         M.value_extra_currencies, M.fwd_fee, M.ihr_fee, M.extra_flags::text as extra_flags, M.created_lt, M.created_at,

@@ -6,6 +6,7 @@ import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
 import { jsonBytes } from "../json-text.ts";
+import { nameRequest } from "../observability/request-context.ts";
 import { presentBlockTransactionsExt } from "../present/v2/block-transactions.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
 import { TracesJsonWriter } from "../present/v3/trace.ts";
@@ -140,6 +141,7 @@ export function refusedMethod(req: HttpRequest, res: HttpResponse, dialect: Dial
 }
 
 async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse, options: RestOptions) {
+  nameRequest("rest", found.method.name);
   const clientGone = new AbortController();
   res.once("close", () => clientGone.abort());
   const context = createHandlerContext({

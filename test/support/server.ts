@@ -5,6 +5,7 @@ import { loadConfig, type Config } from "../../src/config.ts";
 import { databaseOptions, openDatabase, type Database, type Sql } from "../../src/db/client.ts";
 import { testEngine } from "./database.ts";
 import { createServer, type Server } from "../../src/server.ts";
+import { Telemetry } from "../../src/observability/telemetry.ts";
 
 export type RpcProtocol = "connect" | "grpc" | "grpc-web";
 export const rpcProtocols: RpcProtocol[] = ["connect", "grpc", "grpc-web"];
@@ -13,6 +14,7 @@ export interface TestServer {
   baseUrl: string;
   config: Config;
   server: Server;
+  telemetry: Telemetry;
   db: Database;
   /** The prepared-statement pool of `db`. */
   sql: Sql;
@@ -24,11 +26,15 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** The real server, listening on a free loopback port, reading `databaseUrl` as the service does. */
+/**
+ * The real server, listening on a free loopback port, reading `databaseUrl` as the service does. Without an access
+ * log unless `env` asks for one: the suite's thousands of requests would bury the lines that matter.
+ */
 export async function startTestServer(databaseUrl: string, env: Record<string, string> = {}): Promise<TestServer> {
-  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ...env });
-  const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: (await testEngine()) === "pglite" }));
-  const server = createServer({ db, config });
+  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ACCESS_LOG: "false", ...env });
+  const telemetry = new Telemetry();
+  const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: (await testEngine()) === "pglite", telemetry }));
+  const server = createServer({ db, config, telemetry });
   const address = await server.listen(0, "127.0.0.1");
   const baseUrl = `http://127.0.0.1:${address.port}`;
   const transports: Record<RpcProtocol, Transport> = {
@@ -40,6 +46,7 @@ export async function startTestServer(databaseUrl: string, env: Record<string, s
     baseUrl,
     config,
     server,
+    telemetry,
     db,
     sql: db.sql,
     client: (protocol) => createClient(TonQueryService, transports[protocol]),

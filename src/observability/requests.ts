@@ -1,0 +1,137 @@
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
+import { log } from "../log.ts";
+import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
+import type { Metrics } from "./metrics.ts";
+import { RequestRecord, requestIdOf, runInRequest } from "./request-context.ts";
+import type { Telemetry } from "./telemetry.ts";
+
+/** Taken from the client when it is usable (see requestIdOf), else made up; returned on every response. */
+export const requestIdHeader = "x-request-id";
+
+export interface ObserveOptions {
+  /** One info line per request. */
+  accessLog: boolean;
+}
+
+/**
+ * Wraps the whole port's handler: gives each request an id (X-Request-Id, echoed in the response headers, in the
+ * RPC doors' response metadata too) that every log line written while serving it carries, and when its response is
+ * over counts it in the metrics, writes its access line and ends its server span. The doors name the request (door,
+ * operation) and the RPC door its outcome through the RequestRecord; anything no door claims is door "http",
+ * operation "other".
+ *
+ * With tracing on, the server span continues the trace of an incoming W3C traceparent (tracestate kept) and is
+ * active while the request is served, so statement spans become its children.
+ */
+export function observeRequests(next: HttpHandler, telemetry: Telemetry, options: ObserveOptions): HttpHandler {
+  const { metrics, tracer } = telemetry;
+  const ended = (record: RequestRecord, req: HttpRequest, res: HttpResponse, span: Span | undefined) => {
+    const seconds = (performance.now() - record.startedAt) / 1000;
+    const rpc = record.door !== "rest" && record.door !== "http";
+    const finished = res.writableFinished;
+    // A REST answer the client did not wait for is nginx's 499, as errors.ts answers a cancelled one.
+    const code = rpc ? (record.rpcCode ?? (finished ? "UNKNOWN" : "CANCELLED")) : finished ? String(res.statusCode) : "499";
+    metrics.requestEnded(record.door, record.operation, code, seconds);
+    if (span !== undefined) endServerSpan(span, record, res.statusCode, code, rpc);
+    if (options.accessLog && log.enabled("info")) {
+      log.info("request", {
+        request_id: record.id,
+        door: record.door,
+        operation: record.operation,
+        method: req.method,
+        path: pathOf(req),
+        status: res.statusCode,
+        ...(rpc && { code }),
+        ...(!finished && { completed: false }),
+        duration_ms: Math.round(seconds * 1e6) / 1e3,
+        bytes: record.bytes,
+        client: record.client,
+      });
+    }
+  };
+
+  return (req, res) => {
+    const record = new RequestRecord(requestIdOf(req.headers[requestIdHeader]), performance.now(), req.socket?.remoteAddress);
+    res.setHeader(requestIdHeader, record.id);
+    countBodyBytes(res, record);
+    if (tracer === undefined) {
+      res.once("close", () => ended(record, req, res, undefined));
+      runInRequest(record, next, req, res);
+      return;
+    }
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const span = tracer.startSpan(
+      `HTTP ${req.method ?? ""}`,
+      { kind: SpanKind.SERVER, attributes: { "http.request.method": req.method, "url.path": pathOf(req), "tonquery.request_id": record.id } },
+      parent,
+    );
+    res.once("close", () => ended(record, req, res, span));
+    context.with(trace.setSpan(parent, span), () => runInRequest(record, next, req, res));
+  };
+}
+
+// Codes that are the server's failure rather than the client's, as OpenTelemetry's RPC conventions mark them.
+const serverErrorCodes = new Set(["UNKNOWN", "DEADLINE_EXCEEDED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"]);
+
+function endServerSpan(span: Span, record: RequestRecord, status: number, code: string, rpc: boolean): void {
+  // Named by operation, as the metrics are; anything else keeps "HTTP <method>" (a name per URL would be unbounded).
+  if (record.door !== "http") span.updateName(record.operation);
+  span.setAttribute("tonquery.door", record.door);
+  span.setAttribute("tonquery.operation", record.operation);
+  span.setAttribute("http.response.status_code", status);
+  if (rpc) {
+    span.setAttribute("rpc.system", record.door === "connect" ? "connect_rpc" : "grpc");
+    span.setAttribute("rpc.method", record.operation);
+    span.setAttribute("rpc.response.status_code", code);
+  }
+  if (rpc ? serverErrorCodes.has(code) : status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+}
+
+function pathOf(req: HttpRequest): string {
+  const url = req.url ?? "";
+  const query = url.indexOf("?");
+  return query < 0 ? url : url.slice(0, query);
+}
+
+/**
+ * Counts the body bytes a response writes, whoever writes them (connect's adapter, the REST door, a compressing
+ * writer): Node keeps no such count per response (HTTP/2 streams share their session's socket), and a
+ * Content-Length is absent from gRPC and streamed answers.
+ */
+function countBodyBytes(res: HttpResponse, record: RequestRecord): void {
+  const sink = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
+  const write = sink.write;
+  const end = sink.end;
+  sink.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
+    record.bytes += byteLength(chunk, rest[0]);
+    return write.call(this, chunk, ...rest);
+  };
+  sink.end = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
+    record.bytes += byteLength(chunk, rest[0]);
+    return end.call(this, chunk, ...rest);
+  };
+}
+
+function byteLength(chunk: unknown, encoding: unknown): number {
+  if (typeof chunk === "string") return Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
+  if (chunk instanceof Uint8Array) return chunk.byteLength;
+  return 0;
+}
+
+/** GET /metrics: the Prometheus text exposition. */
+export function metricsEndpoint(metrics: Metrics): HttpHandler {
+  return (req, res) => {
+    metrics.scrape().then(
+      (text) => {
+        res.writeHead(200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(text), "cache-control": "no-store" });
+        res.end(req.method === "HEAD" ? "" : text);
+      },
+      (err: unknown) => {
+        log.error("collecting metrics failed", { error: err });
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
+        res.end("collecting metrics failed\n");
+      },
+    );
+  };
+}

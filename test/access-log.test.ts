@@ -1,0 +1,146 @@
+import { Code } from "@connectrpc/connect";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
+import { loadDemoDataset } from "../src/demo/dataset.ts";
+import { setLogLevel } from "../src/log.ts";
+import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
+
+// The access log and request ids as an operator reads them: the JSON lines the server writes to stderr, captured
+// where log.ts writes them, next to the X-Request-Id each response carries.
+
+type Line = Record<string, unknown>;
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const rpcDoors = { connect: "connect", grpc: "grpc", "grpc-web": "grpc_web" } as const;
+
+let db: TestDatabase;
+let server: TestServer;
+let lines: Line[] = [];
+let stderr: MockInstance;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await loadDemoDataset(db.admin);
+  server = await startTestServer(db.url, { ACCESS_LOG: "true" });
+  stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    for (const text of String(chunk).split("\n")) if (text.startsWith("{")) lines.push(JSON.parse(text) as Line);
+    return true;
+  });
+});
+afterAll(async () => {
+  stderr?.mockRestore();
+  await server?.close();
+  await db?.drop();
+});
+afterEach(() => {
+  setLogLevel("info");
+});
+
+/** The lines of request `id` once its access line is written (when its response has closed on the server). */
+async function linesOf(id: string, expectAccessLine = true): Promise<Line[]> {
+  const deadline = Date.now() + 5000;
+  const mine = () => lines.filter((l) => l.request_id === id);
+  while (expectAccessLine && !mine().some((l) => l.message === "request") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  // A line that should not come has had as long as one that does.
+  if (!expectAccessLine) await new Promise((r) => setTimeout(r, 200));
+  return mine();
+}
+
+describe("the access log", () => {
+  it("writes one line per REST request, with the client's X-Request-Id, echoed in the response", async () => {
+    const response = await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { "x-request-id": "rest-1.ab_C:9" } });
+    const body = await response.arrayBuffer();
+    expect(response.headers.get("x-request-id")).toBe("rest-1.ab_C:9");
+    const [line, ...more] = await linesOf("rest-1.ab_C:9");
+    expect(more).toEqual([]);
+    expect(line).toMatchObject({
+      level: "info",
+      message: "request",
+      request_id: "rest-1.ab_C:9",
+      door: "rest",
+      operation: "GetMasterchainInfo",
+      method: "GET",
+      path: "/api/v3/masterchainInfo",
+      status: 200,
+      bytes: body.byteLength,
+      client: "127.0.0.1",
+    });
+    expect(line?.duration_ms).toBeGreaterThan(0);
+    expect(Date.parse(String(line?.time))).not.toBeNaN();
+  });
+
+  it("writes one line per Connect, gRPC and gRPC-web call, with its code and the id in the response metadata", async () => {
+    for (const protocol of rpcProtocols) {
+      const id = `rpc-${protocol}`;
+      let echoed: string | null = null;
+      await server.client(protocol).getMasterchainInfo({}, { headers: { "x-request-id": id }, onHeader: (headers) => (echoed = headers.get("x-request-id")) });
+      expect(echoed, protocol).toBe(id);
+      const [line, ...more] = await linesOf(id);
+      expect(more).toEqual([]);
+      expect(line, protocol).toMatchObject({ door: rpcDoors[protocol], operation: "GetMasterchainInfo", method: "POST", status: 200, code: "OK" });
+      expect(line?.bytes, protocol).toBeGreaterThan(0);
+    }
+  });
+
+  it("generates an id when the client sends none or one it cannot take", async () => {
+    for (const sent of [undefined, "x".repeat(129), "has space", "caf\u00e9", ""]) {
+      const response = await fetch(`${server.baseUrl}/healthz`, { headers: sent === undefined ? {} : { "x-request-id": sent } });
+      const id = response.headers.get("x-request-id") ?? "";
+      expect(id, String(sent)).toMatch(uuid);
+      const [line] = await linesOf(id);
+      expect(line).toMatchObject({ door: "http", operation: "other", path: "/healthz", status: 200 });
+    }
+    // The longest id taken as it is.
+    const longest = "y".repeat(128);
+    expect((await fetch(`${server.baseUrl}/healthz`, { headers: { "x-request-id": longest } })).headers.get("x-request-id")).toBe(longest);
+  });
+
+  it("puts the request's id on every error line of that request", async () => {
+    // A bug, as the service sees it: a statement that fails for no reason of the client's or the database's health.
+    await db.admin.begin("read write", (tx) => tx`alter table blocks rename to blocks_away`);
+    try {
+      const rest = await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { "x-request-id": "broken-rest" } });
+      expect(rest.status).toBe(500);
+      expect(await rest.json()).toEqual({ error: "internal error" });
+      const restLines = await linesOf("broken-rest");
+      expect(restLines.map((l) => [l.level, l.message])).toEqual([
+        ["error", "request failed"],
+        ["info", "request"],
+      ]);
+      expect(restLines[0]).toMatchObject({ where: "REST /api/v3/masterchainInfo", code: "Internal", error: { code: "42P01" } });
+      expect(restLines[1]).toMatchObject({ status: 500 });
+
+      await expect(server.client("grpc").getMasterchainInfo({}, { headers: { "x-request-id": "broken-grpc" } })).rejects.toMatchObject({ code: Code.Internal });
+      const grpcLines = await linesOf("broken-grpc");
+      expect(grpcLines.map((l) => [l.level, l.message])).toEqual([
+        ["error", "request failed"],
+        ["info", "request"],
+      ]);
+      expect(grpcLines[1]).toMatchObject({ door: "grpc", code: "INTERNAL" });
+
+      // LOG_LEVEL=warn: the error line stays, the access line goes.
+      setLogLevel("warn");
+      expect((await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { "x-request-id": "broken-quiet" } })).status).toBe(500);
+      expect((await linesOf("broken-quiet", false)).map((l) => l.message)).toEqual(["request failed"]);
+    } finally {
+      await db.admin.begin("read write", (tx) => tx`alter table blocks_away rename to blocks`);
+    }
+    expect((await server.rest("/api/v3/masterchainInfo")).status).toBe(200);
+  });
+});
+
+describe("ACCESS_LOG=false", () => {
+  let quiet: TestServer;
+  beforeAll(async () => {
+    quiet = await startTestServer(db.url, { ACCESS_LOG: "false" });
+  });
+  afterAll(async () => {
+    await quiet?.close();
+  });
+
+  it("writes no access line, and the id is still returned", async () => {
+    const response = await fetch(`${quiet.baseUrl}/api/v3/masterchainInfo`, { headers: { "x-request-id": "not-logged" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-request-id")).toBe("not-logged");
+    expect(await linesOf("not-logged", false)).toEqual([]);
+  });
+});
