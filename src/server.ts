@@ -1,6 +1,7 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
+import { openApiRoutes } from "./openapi/routes.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
 import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
@@ -25,7 +26,7 @@ const errorInterceptor: Interceptor = (next) => async (request) => {
 
 /**
  * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
- * gRPC-web for the typed API, the legacy REST paths, /healthz, and CORS for browsers, all on one port.
+ * gRPC-web for the typed API, the legacy REST paths, /healthz, /openapi.json and /docs, and CORS for browsers, all on one port.
  */
 export function createServer(deps: ServiceDeps): Server {
   const shutdown = new AbortController();
@@ -33,9 +34,11 @@ export function createServer(deps: ServiceDeps): Server {
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = healthHandler(deps);
+  const pages = new Map([["/healthz", health], ...openApiRoutes(deps.config)]);
   const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
-    if (requestUrl(req)?.pathname !== "/healthz") notFound(req, res);
-    else if (!refusedMethod(req, res)) health(req, res);
+    const page = pages.get(requestUrl(req)?.pathname ?? "");
+    if (page === undefined) notFound(req, res);
+    else if (!refusedMethod(req, res)) page(req, res);
   });
   // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
   // the server's, and a request that makes no URL is refused (see rpc-door.ts).
