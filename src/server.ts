@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
 import { metricsEndpoint, observeRequests, requestIdHeader } from "./observability/requests.ts";
 import type { Telemetry } from "./observability/telemetry.ts";
+import { openApiRoutes } from "./openapi/routes.ts";
 import { ServiceHealth } from "./ops/health.ts";
 import { reflectionRoutes } from "./ops/reflection.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
@@ -30,8 +31,8 @@ const errorInterceptor: Interceptor = (next) => async (request) => {
 /**
  * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
  * gRPC-web for the typed API, gRPC health and reflection, the legacy REST paths, the health probes
- * (/livez, /readyz, /healthz), /metrics, and CORS for browsers, all on one port; every request observed (request
- * id, access log, metrics, tracing).
+ * (/livez, /readyz, /healthz), /metrics, /openapi.json and /docs, and CORS for browsers, all on one port; every
+ * request observed (request id, access log, metrics, tracing).
  */
 export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Server {
   const shutdown = new AbortController();
@@ -41,7 +42,11 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = new ServiceHealth(deps.db.availability);
   // GET-only endpoints beside the REST paths.
-  const endpoints = new Map<string, HttpHandler>([...health.httpProbes(), ["/metrics", metricsEndpoint(deps.telemetry.metrics)]]);
+  const endpoints = new Map<string, HttpHandler>([
+    ...health.httpProbes(),
+    ["/metrics", metricsEndpoint(deps.telemetry.metrics)],
+    ...openApiRoutes(deps.config),
+  ]);
   const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
     const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
     if (endpoint === undefined) notFound(req, res);
