@@ -41,6 +41,10 @@ export interface Config {
   dbConnectTimeoutMs: number;
   /** Values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold, repeats removed. */
   maxListValues: number;
+  /** Compress REST answers (gzip, br) for clients that accept it. */
+  compression: boolean;
+  /** REST answers smaller than this go out uncompressed. */
+  compressionMinBytes: number;
 }
 
 interface Setting {
@@ -111,6 +115,16 @@ export const settings = {
     default: "256",
     help: "Most values one list parameter (trace_id, tx_hash, msg_hash, supported_action_types) may hold once repeats are removed; more is a 422 / INVALID_ARGUMENT.",
   },
+  compression: {
+    env: "COMPRESSION",
+    default: "true",
+    help: "Compress REST answers with brotli or gzip as the client's Accept-Encoding asks (false: never, and no Vary). Connect, gRPC and gRPC-web negotiate their own.",
+  },
+  compressionMinBytes: {
+    env: "COMPRESSION_MIN_BYTES",
+    default: "1024",
+    help: "REST answers smaller than this many bytes go out uncompressed, unless the client refuses identity.",
+  },
 } satisfies Record<keyof Config, Setting>;
 
 export class ConfigError extends Error {}
@@ -154,6 +168,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxConnections: integer(s.maxConnections.env, read(s.maxConnections), 1, 1_000_000),
     dbConnectTimeoutMs: integer(s.dbConnectTimeoutMs.env, read(s.dbConnectTimeoutMs), 1, 600_000),
     maxListValues: integer(s.maxListValues.env, read(s.maxListValues), 1, 100_000),
+    compression: boolean(s.compression.env, read(s.compression)),
+    compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
   };
   if (config.defaultLimit > config.maxLimit) {
     throw new ConfigError(`DEFAULT_LIMIT (${config.defaultLimit}) must not exceed MAX_LIMIT (${config.maxLimit})`);

@@ -33,7 +33,8 @@ export function createServer(deps: ServiceDeps): Server {
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = healthHandler(deps);
-  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
+  const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
+  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs, compression }, (req, res) => {
     if (requestUrl(req)?.pathname !== "/healthz") notFound(req, res);
     else if (!refusedMethod(req, res)) health(req, res);
   });

@@ -26,6 +26,8 @@ describe("configuration", () => {
       decodeBodies: true,
       decodedBodyCache: 10000,
       maxListValues: 256,
+      compression: true,
+      compressionMinBytes: 1024,
     });
   });
 
