@@ -29,7 +29,7 @@ export const noCompression: CompressionSettings = { enabled: false, minBytes: 0 
 
 /**
  * What we offer, and our order among codings the client weighs equally: brotli first (at the levels below it
- * makes a third fewer bytes than gzip for about the same CPU), then gzip, then the JSON as it is.
+ * makes a third fewer bytes than gzip for a little less CPU), then gzip, then the JSON as it is.
  */
 const offered = ["br", "gzip", "identity"];
 
@@ -62,15 +62,15 @@ function preferredEncodings(negotiator: Negotiator, available: readonly string[]
 }
 
 /**
- * Levels for JSON made per request, measured with node:zlib on one core of this machine on the bench index's hot
- * account page of 100 traces (2.46 MB; time per page, then coded size):
- *   gzip 1: 8.7 ms, 16.8%    gzip 4: 12.8 ms, 15.1%    gzip 6 (zlib's default): 16.6 ms, 14.0%    gzip 9: 21.6 ms, 13.8%
- *   br 1: 3.6 ms, 11.9%      br 3: 7.0 ms, 10.6%       br 4: 10.7 ms, 9.8%    br 5: 19.3 ms, 9.1%   br 11: 2,706 ms, 8.5%
- * (the demo's real mainnet traces, 1.85 MB, alike: gzip 4 10.8 ms, 15.9%; br 4 7.9 ms, 10.4%). Both codings get the
- * same budget, about 5 ms per MB, so that what a client asks for costs the same: gzip 4, the first level of its
- * slower, better matcher; brotli 4, past which a level costs twice as much for 7% fewer bytes. Brotli's default
- * (11) would cost forty times the whole page's SQL. The work runs on the thread pool, not the event loop, but the
- * two cores are shared with PostgreSQL.
+ * Levels for JSON made per request, measured as the server runs them (64 KB batches through the stream compressor,
+ * one core of this machine) on the bench index's hot-account page of 100 traces, 2.46 MB; CPU per page, coded size:
+ *   gzip 1: 10.5 ms, 16.8%    gzip 4: 14 ms, 15.1%     gzip 6 (zlib's default): 17.5 ms, 14.0%    gzip 9: 22 ms, 13.8%
+ *   br 3: 8.5 ms, 10.6%       br 4: 11.5 ms, 10.2%     br 5: 18 ms, 9.4%     br 11 (brotli's default): 2.7 s, 8.5%
+ * Both codings get about the same budget, 5 ms per MB, so that what a client asks for costs the same: gzip 4, the
+ * first level of its slower, better matcher (9 buys 1% for half again the time); brotli 4, past which a level costs
+ * half again for 8% fewer bytes. Brotli's size hint (BROTLI_PARAM_SIZE_HINT) is left out: with it, quality 4 took
+ * 16 ms for 4% fewer bytes. The work runs on the thread pool, not the event loop, but the two cores are shared with
+ * PostgreSQL.
  */
 export const gzipLevel = 4;
 export const brotliQuality = 4;
@@ -78,15 +78,11 @@ export const brotliQuality = 4;
 /** Output chunks of 64 KB, the size of sendBody's batches: fewer, larger writes to the socket. */
 const chunkSize = 64 * 1024;
 
-function createCompressor(coding: ContentCoding, bytes: number): Transform {
+function createCompressor(coding: ContentCoding): Transform {
   if (coding === "gzip") return createGzip({ level: gzipLevel, chunkSize });
   return createBrotliCompress({
     chunkSize,
-    params: {
-      [constants.BROTLI_PARAM_QUALITY]: brotliQuality,
-      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-      [constants.BROTLI_PARAM_SIZE_HINT]: bytes,
-    },
+    params: { [constants.BROTLI_PARAM_QUALITY]: brotliQuality, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT },
   });
 }
 
@@ -107,14 +103,14 @@ export interface CodedSink {
  * compressor (its zlib handle is freed once the thread pool is done with it). Never rejects: the response is
  * already under way, so a failure can only cut it short.
  */
-export async function writeCoded(res: CodedSink, coding: ContentCoding, bytes: number, batches: Iterable<Buffer>): Promise<void> {
+export async function writeCoded(res: CodedSink, coding: ContentCoding, batches: Iterable<Buffer>): Promise<void> {
   const clientGone = new AbortController();
   const onClose = () => clientGone.abort();
   res.once("close", onClose);
   try {
     await pipeline(
       Readable.from(batches),
-      createCompressor(coding, bytes),
+      createCompressor(coding),
       async (coded: AsyncIterable<Buffer>) => {
         for await (const chunk of coded) {
           if (res.destroyed) return;

@@ -262,7 +262,7 @@ async function sendBody(res: ResponseSink, status: number, body: Buffer | readon
     return;
   }
   if (coding !== undefined) {
-    await writeCoded(res, coding, length, writeBatches(pieces));
+    await writeCoded(res, coding, writeBatches(pieces));
     return;
   }
   for (const batch of writeBatches(pieces)) {
