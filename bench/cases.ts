@@ -34,6 +34,8 @@ export interface CaseTags {
   offset?: number;
   actions?: boolean;
   count?: number;
+  /** The answer asked for compressed (see BenchCase.acceptEncoding). */
+  encoding?: "gzip" | "br";
 }
 
 export type BenchCase = CaseCall & {
@@ -44,6 +46,11 @@ export type BenchCase = CaseCall & {
   /** Path and query of the equivalent REST call (checked to parse into exactly `request`). */
   restPath: string;
   tags: CaseTags;
+  /**
+   * Ask for the answer compressed with this coding, each protocol its own way: REST and Connect with Accept-Encoding,
+   * gRPC and gRPC-web with grpc-accept-encoding. The sizes reported are then the coded bytes on the wire.
+   */
+  acceptEncoding?: "gzip" | "br";
 };
 
 export interface DatasetFacts {
@@ -206,7 +213,7 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
     title: string,
     selector: NonNullable<CaseTags["selector"]>,
     filter: Partial<Pick<GetTracesRequest, "account" | "txHash" | "msgHash" | "mcSeqno">>,
-    page: { limit: number; offset?: number; actions?: boolean },
+    page: { limit: number; offset?: number; actions?: boolean; encoding?: "gzip" | "br" },
   ) => {
     const request = create(GetTracesRequestSchema, {
       ...filter,
@@ -216,7 +223,7 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
     });
     cases.push({
       id,
-      title: `traces, ${title}, limit ${page.limit}${page.offset ? `, offset ${page.offset}` : ""}${page.actions ? ", with actions" : ""}`,
+      title: `traces, ${title}, limit ${page.limit}${page.offset ? `, offset ${page.offset}` : ""}${page.actions ? ", with actions" : ""}${page.encoding ? `, ${page.encoding}` : ""}`,
       method: "getTraces",
       request,
       restPath: restQuery("/api/v3/traces", {
@@ -228,13 +235,18 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
         offset: page.offset,
         include_actions: page.actions ? true : undefined,
       }),
-      tags: { op: "traces", selector, limit: page.limit, offset: page.offset, actions: page.actions ?? false },
+      tags: { op: "traces", selector, limit: page.limit, offset: page.offset, actions: page.actions ?? false, encoding: page.encoding },
+      acceptEncoding: page.encoding,
     });
   };
   const { hot, cold, tiny } = facts;
   if (hot !== undefined) {
     const who = `hot account (${hot.transactions} tx, ${hot.traces} traces)`;
     for (const limit of [10, 100, 1000]) traces(`traces.hot.l${limit}`, who, "hot", { account: hot.account }, { limit });
+    // The cost of compression on a page of about 1.5 MB of JSON: compare with traces.hot.l100.
+    for (const encoding of ["gzip", "br"] as const) {
+      traces(`traces.hot.l100.${encoding}`, who, "hot", { account: hot.account }, { limit: 100, encoding });
+    }
     traces("traces.hot.l100.actions", who, "hot", { account: hot.account }, { limit: 100, actions: true });
     traces("traces.hot.l100.offset", who, "hot", { account: hot.account }, { limit: 100, offset: deepOffset(hot.traces, 100) });
   }

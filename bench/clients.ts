@@ -11,6 +11,7 @@ import { Code, ConnectError, createClient, type Client } from "@connectrpc/conne
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import http from "node:http";
 import http2 from "node:http2";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import type { Protocol } from "./args.ts";
 import { type BenchCase, inputSchema, outputSchema } from "./cases.ts";
@@ -100,6 +101,19 @@ function http1(agent: http.Agent, port: number, r: Http1Request, keep: boolean, 
   });
 }
 
+/** A body or gRPC message coded as Content-Encoding / grpc-encoding says; only the answer check decodes. */
+function decoded(body: Buffer, coding: string | string[] | undefined): Buffer {
+  if (coding === "gzip") return gunzipSync(body);
+  if (coding === "br") return brotliDecompressSync(body);
+  if (coding === undefined || coding === "identity") return body;
+  throw new Error(`unexpected coding ${String(coding)}`);
+}
+
+/** The headers that ask for a compressed answer in each protocol (see BenchCase.acceptEncoding). */
+function acceptEncoding(c: BenchCase, header: "accept-encoding" | "grpc-accept-encoding"): http.OutgoingHttpHeaders {
+  return c.acceptEncoding === undefined ? {} : { [header]: c.acceptEncoding };
+}
+
 const rpcPath = (c: BenchCase) => `/${TonQueryService.typeName}/${TonQueryService.method[c.method].name}`;
 
 function encode(c: BenchCase): Uint8Array {
@@ -114,7 +128,7 @@ function frame(message: Uint8Array): Buffer {
 }
 
 /** The messages and the trailer of a gRPC-web body. */
-function unframe(body: Buffer): { messages: Buffer[]; trailer: string } {
+function unframe(body: Buffer, coding?: string | string[]): { messages: Buffer[]; trailer: string } {
   const messages: Buffer[] = [];
   let trailer = "";
   let at = 0;
@@ -123,7 +137,7 @@ function unframe(body: Buffer): { messages: Buffer[]; trailer: string } {
     const length = body.readUInt32BE(at + 1);
     const payload = body.subarray(at + 5, at + 5 + length);
     if (flags & 0x80) trailer += payload.toString("latin1");
-    else messages.push(payload);
+    else messages.push(flags & 0x01 ? decoded(payload, coding) : payload);
     at += 5 + length;
   }
   return { messages, trailer };
@@ -137,7 +151,7 @@ class RestClient implements ProtocolClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency });
   }
   prepare(c: BenchCase) {
-    const request: Http1Request = { method: "GET", path: c.restPath, headers: {} };
+    const request: Http1Request = { method: "GET", path: c.restPath, headers: acceptEncoding(c, "accept-encoding") };
     const call = async (keep: boolean, signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, keep, signal);
       if (res.status !== 200) throw failure(`REST ${res.status}`, String(res.status), res.status === 504);
@@ -146,7 +160,10 @@ class RestClient implements ProtocolClient {
     const send: Send = async (signal) => (await call(false, signal)).bytes;
     return {
       send,
-      check: async () => summarize(c.method, JSON.parse((await call(true)).body?.toString("utf8") ?? "null")),
+      check: async () => {
+        const res = await call(true);
+        return summarize(c.method, JSON.parse(decoded(res.body ?? Buffer.alloc(0), res.headers["content-encoding"]).toString("utf8")));
+      },
     };
   }
   async close() {
@@ -163,7 +180,7 @@ class RawConnectClient implements ProtocolClient {
   }
   prepare(c: BenchCase) {
     const body = Buffer.from(encode(c));
-    const headers = { "content-type": "application/proto", "connect-protocol-version": "1", "content-length": body.length };
+    const headers = { "content-type": "application/proto", "connect-protocol-version": "1", "content-length": body.length, ...acceptEncoding(c, "accept-encoding") };
     const request: Http1Request = { method: "POST", path: rpcPath(c), headers, body };
     const call = async (keep: boolean, signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, keep, signal);
@@ -173,7 +190,10 @@ class RawConnectClient implements ProtocolClient {
     const send: Send = async (signal) => (await call(false, signal)).bytes;
     return {
       send,
-      check: async () => summarize(c.method, fromBinary(outputSchema(c.method), (await call(true)).body ?? Buffer.alloc(0))),
+      check: async () => {
+        const res = await call(true);
+        return summarize(c.method, fromBinary(outputSchema(c.method), decoded(res.body ?? Buffer.alloc(0), res.headers["content-encoding"])));
+      },
     };
   }
   async close() {
@@ -190,11 +210,11 @@ class RawGrpcWebClient implements ProtocolClient {
   }
   prepare(c: BenchCase) {
     const body = frame(encode(c));
-    const headers = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "content-length": body.length };
+    const headers = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "content-length": body.length, ...acceptEncoding(c, "grpc-accept-encoding") };
     const request: Http1Request = { method: "POST", path: rpcPath(c), headers, body };
     const call = async (signal?: AbortSignal) => {
       const res = await http1(this.agent, this.port, request, true, signal);
-      const { messages, trailer } = unframe(res.body ?? Buffer.alloc(0));
+      const { messages, trailer } = unframe(res.body ?? Buffer.alloc(0), res.headers["grpc-encoding"]);
       const status = /grpc-status:\s*(\d+)/i.exec(trailer)?.[1] ?? String(res.headers["grpc-status"] ?? "");
       if (res.status !== 200) throw failure(`gRPC-web HTTP ${res.status}`, `HTTP ${res.status}`, false);
       if (status !== "0") throw grpcFailure("gRPC-web", status || "no grpc-status");
@@ -224,12 +244,15 @@ class RawGrpcClient implements ProtocolClient {
     const body = frame(encode(c));
     const path = rpcPath(c);
     const call = (keep: boolean, signal?: AbortSignal) =>
-      new Promise<{ bytes: number; body: Buffer | undefined }>((resolve, reject) => {
-        const stream = this.session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc+proto", te: "trailers" }, { signal });
+      new Promise<{ bytes: number; body: Buffer | undefined; coding: string | undefined }>((resolve, reject) => {
+        const request = { ":method": "POST", ":path": path, "content-type": "application/grpc+proto", te: "trailers", ...acceptEncoding(c, "grpc-accept-encoding") };
+        const stream = this.session.request(request, { signal });
         let bytes = 0;
         let status: string | undefined;
+        let coding: string | undefined;
         const chunks: Buffer[] = [];
         stream.on("response", (headers) => {
+          coding = headers["grpc-encoding"] as string | undefined;
           if (headers[":status"] !== 200) status = `HTTP ${headers[":status"]}`;
           else if (headers["grpc-status"] !== undefined) status = String(headers["grpc-status"]);
         });
@@ -242,7 +265,7 @@ class RawGrpcClient implements ProtocolClient {
         });
         stream.on("error", reject);
         stream.on("close", () => {
-          if (status === "0") resolve({ bytes, body: keep ? Buffer.concat(chunks) : undefined });
+          if (status === "0") resolve({ bytes, body: keep ? Buffer.concat(chunks) : undefined, coding });
           else reject(grpcFailure("gRPC", status ?? `stream reset ${stream.rstCode}`));
         });
         stream.end(body);
@@ -250,7 +273,10 @@ class RawGrpcClient implements ProtocolClient {
     const send: Send = async (signal) => (await call(false, signal)).bytes;
     return {
       send,
-      check: async () => summarize(c.method, fromBinary(outputSchema(c.method), unframe((await call(true)).body ?? Buffer.alloc(0)).messages[0] ?? Buffer.alloc(0))),
+      check: async () => {
+        const res = await call(true);
+        return summarize(c.method, fromBinary(outputSchema(c.method), unframe(res.body ?? Buffer.alloc(0), res.coding).messages[0] ?? Buffer.alloc(0)));
+      },
     };
   }
   close(): Promise<void> {

@@ -164,7 +164,7 @@ export function evaluateTargets(
     const failures: string[] = [];
     let checked = 0;
     const details: string[] = [];
-    for (const hot of cases.filter((c) => c.tags.op === "traces" && c.tags.selector === "hot" && !c.tags.actions && !c.tags.offset)) {
+    for (const hot of cases.filter((c) => c.tags.op === "traces" && c.tags.selector === "hot" && !c.tags.actions && !c.tags.offset && !c.tags.encoding)) {
       const cold = cases.find((c) => c.tags.op === "traces" && c.tags.selector === "cold" && c.tags.limit === hot.tags.limit && !c.tags.actions && !c.tags.offset);
       if (cold === undefined) continue;
       for (const r of serverRuns.filter((r) => r.case === hot.id && r.concurrency === 1)) {

@@ -55,6 +55,10 @@ export interface Config {
   otlpEndpoint: string | undefined;
   /** OTLP traces endpoint (a full URL), instead of or beside otlpEndpoint. */
   otlpTracesEndpoint: string | undefined;
+  /** Compress REST answers (gzip, br) for clients that accept it. */
+  compression: boolean;
+  /** REST answers smaller than this go out uncompressed. */
+  compressionMinBytes: number;
 }
 
 interface Setting {
@@ -151,6 +155,16 @@ export const settings = {
     default: "",
     help: "Full URL of an OTLP traces endpoint; turns tracing on like OTEL_EXPORTER_OTLP_ENDPOINT, and wins over it for spans.",
   },
+  compression: {
+    env: "COMPRESSION",
+    default: "true",
+    help: "Compress REST answers with brotli or gzip as the client's Accept-Encoding asks (false: never, and no Vary). Connect, gRPC and gRPC-web negotiate their own.",
+  },
+  compressionMinBytes: {
+    env: "COMPRESSION_MIN_BYTES",
+    default: "1024",
+    help: "REST answers smaller than this many bytes go out uncompressed, unless the client refuses identity.",
+  },
 } satisfies Record<keyof Config, Setting>;
 
 export class ConfigError extends Error {}
@@ -206,6 +220,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     accessLog: boolean(s.accessLog.env, read(s.accessLog)),
     otlpEndpoint: read(s.otlpEndpoint) || undefined,
     otlpTracesEndpoint: read(s.otlpTracesEndpoint) || undefined,
+    compression: boolean(s.compression.env, read(s.compression)),
+    compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
   };
   if (config.defaultLimit > config.maxLimit) {
     throw new ConfigError(`DEFAULT_LIMIT (${config.defaultLimit}) must not exceed MAX_LIMIT (${config.maxLimit})`);

@@ -47,7 +47,8 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     ["/metrics", metricsEndpoint(deps.telemetry.metrics)],
     ...openApiRoutes(deps.config),
   ]);
-  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
+  const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
+  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs, compression }, (req, res) => {
     const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
     if (endpoint === undefined) notFound(req, res);
     else if (!refusedMethod(req, res)) endpoint(req, res);

@@ -20,6 +20,8 @@ const grpcWeb = `${buf} curl --protocol grpcweb`;
 export const demoTransactionHex = "79a9866494c57ea5a8457e4c80194b665276d37ef609488beae12d2a1ef1794f";
 const demoWallet = "UQCgf9xAc0HumzY_N2Lgk5oQk3_pL7N04GT0KaP-H7upN-qH";
 const demoExternalMessageHex = "0529fa8d5246037fea7c2bc56ae80735862ccf97d70d449877a4535f7f7a7b84";
+/** A complete, classified trace of 13 transactions (fixtures/toncenter/traces_array_mainnet_mc35120456_...): cacheable for a day. */
+const demoSettledTraceHex = "ad30b672bb5cbadf665ae9fe64a37f8e6939d679e92de925b72a3a6f9069bf72";
 /**
  * A USDT transfer (fixtures/toncenter/traces_mainnet_usdtTransfer_mtw.json): the wallet's transaction, whose child
  * is the jetton wallet's, received through a message decoded as a jetton_transfer.
@@ -39,6 +41,7 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
           `  curl '${baseUrl}/api/v3/adjacentTransactions?hash=${demoJettonTransferHex}&direction=out'`,
           `  curl '${baseUrl}/api/v3/traces?account=${demoWallet}&limit=5'`,
           `  curl '${baseUrl}/api/v3/traces?msg_hash=${demoExternalMessageHex}&include_actions=true'`,
+          `  curl -s --compressed '${baseUrl}/api/v3/traces?trace_id=${demoSettledTraceHex}&include_actions=true'`,
           `  curl '${baseUrl}/api/v2/getBlockTransactionsExt?workchain=-1&shard=-9223372036854775808&seqno=39984096&count=2'`,
         ]
       : [`  curl '${baseUrl}/api/v3/traces?limit=5'`]),

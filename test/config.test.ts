@@ -32,6 +32,8 @@ describe("configuration", () => {
       accessLog: true,
       otlpEndpoint: undefined,
       otlpTracesEndpoint: undefined,
+      compression: true,
+      compressionMinBytes: 1024,
     });
   });
 

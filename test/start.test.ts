@@ -75,7 +75,7 @@ describe("npm start with no DATABASE_URL", () => {
 
   it("answers every printed command, run as pasted in a shell in another directory", async () => {
     const commands = printedCommands(started.stdout());
-    expect(commands.length).toBe(15);
+    expect(commands.length).toBe(16);
     for (const line of commands) {
       const command = line.replace(/^Health: /, "");
       const { stdout } = await run("sh", ["-c", command], {

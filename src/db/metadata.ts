@@ -25,7 +25,9 @@ type TokenRow = {
 /**
  * What the token tables know of the given addresses, as toncenter's `metadata`: jetton wallets (with their
  * masters added to the lookup), jetton masters, NFT items and collections, with the off-chain metadata the
- * fetcher cached and the nsfw/scam flags. One statement; addresses that are not tokens are absent.
+ * fetcher cached and the nsfw/scam flags. One statement; addresses that are not tokens are absent. Ordered, as
+ * toncenter's Go maps print sorted: the same metadata must be the same bytes, or an answer's ETag would change
+ * whenever PostgreSQL picks another join order (its generic plan after five runs of the statement did).
  */
 export async function selectMetadata(sql: Sql, signal: AbortSignal, addresses: Iterable<string>): Promise<Record<string, AddressMetadata>> {
   const accounts = [...new Set(addresses)];
@@ -58,7 +60,8 @@ export async function selectMetadata(sql: Sql, signal: AbortSignal, addresses: I
         select J.address, 'jetton_masters', null from jetton_masters J where J.address in (select address from lookup)
       ) X
       left join address_metadata M on M.address = X.address and M.type = X.type
-      left join address_metadata_flags F on F.address = X.address`,
+      left join address_metadata_flags F on F.address = X.address
+      order by address, type`,
   );
 
   const metadata: Record<string, AddressMetadata> = {};

@@ -1,7 +1,8 @@
 import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import type { OutgoingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import vary from "vary";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../errors.ts";
@@ -12,24 +13,43 @@ import { presentMasterchainInfo } from "../present/v3/block.ts";
 import { TracesJsonWriter } from "../present/v3/trace.ts";
 import { presentTransactionsResponse } from "../present/v3/transaction.ts";
 import type { TonQueryServiceImpl } from "../service.ts";
+import { cacheControl, entityTag, notModified, TracePageFinality } from "./caching.ts";
+import { chooseCoding, type CompressionSettings, drained, noCompression, writeCoded } from "./compression.ts";
 import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "./queries.ts";
 
 /** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
 type Dialect = "v3" | "v2";
 
+/** A successful answer: its body, serialised, in pieces to be sent one after the other, and how long it may be cached. */
+interface RestAnswer {
+  body: Buffer[];
+  /** What the ETag is computed over, when not the whole body. */
+  content?: Buffer[];
+  cacheControl: string;
+}
+
+/**
+ * The v2 envelope's content without toncenter's `@extra` stamp (the time of the answer, the result's last member):
+ * two answers that differ only in it are the same answer, and must have the same ETag for If-None-Match to work.
+ */
+function withoutV2Stamp(body: Buffer): Buffer {
+  const stamp = body.lastIndexOf(',"@extra":"');
+  return stamp < 0 ? body : body.subarray(0, stamp);
+}
+
 interface Route {
   dialect: Dialect;
   method: DescMethod;
-  /** The response body, serialised, in pieces to be sent one after the other. */
-  handle(query: URLSearchParams, context: HandlerContext): Promise<Buffer[]>;
+  handle(query: URLSearchParams, context: HandlerContext): Promise<RestAnswer>;
 }
 
 /** A service method as the REST door calls it: `finish` runs while the request still holds its admission. */
-type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => Buffer[]) => Promise<Buffer[]>;
+type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => RestAnswer) => Promise<RestAnswer>;
 
 /**
  * Binds a legacy path to an RPC: parse the query into the RPC's request message (bad input throws
- * InvalidArgument), call the same service method the RPC doors call, present the result as legacy JSON.
+ * InvalidArgument), call the same service method the RPC doors call, present the result as legacy JSON with the
+ * Cache-Control that `caching` gives the result (see caching.ts).
  */
 function route<I extends DescMessage, O extends DescMessage, R>(
   dialect: Dialect,
@@ -37,6 +57,7 @@ function route<I extends DescMessage, O extends DescMessage, R>(
   parse: (query: URLSearchParams) => MessageShape<I>,
   call: ServiceCall<MessageShape<I>, R>,
   present: (response: R, request: MessageShape<I>) => unknown,
+  caching: (response: R) => string,
 ): Route {
   return {
     dialect,
@@ -44,8 +65,9 @@ function route<I extends DescMessage, O extends DescMessage, R>(
     handle(query, context) {
       const request = parse(query);
       return call(request, context, (response) => {
-        const body = present(response, request);
-        return [jsonBytes(dialect === "v2" ? { ok: true, result: body } : body)];
+        const presented = present(response, request);
+        const body = jsonBytes(dialect === "v2" ? { ok: true, result: presented } : presented);
+        return { body: [body], content: dialect === "v2" ? [withoutV2Stamp(body)] : undefined, cacheControl: caching(response) };
       });
     },
   };
@@ -62,6 +84,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         () => create(m.getMasterchainInfo.input),
         (request, context, finish) => service.getMasterchainInfo(request, context, finish),
         presentMasterchainInfo,
+        () => cacheControl.latestBlock,
       ),
     ],
     [
@@ -72,6 +95,8 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         adjacentTransactionsQuery,
         (request, context, finish) => service.getAdjacentTransactions(request, context, finish),
         presentTransactionsResponse,
+        // A transaction's children may still be on their way (a pending trace).
+        () => cacheControl.revalidate,
       ),
     ],
     [
@@ -79,9 +104,11 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
       {
         dialect: "v3",
         method: m.getTraces,
-        handle(query, context) {
+        async handle(query, context) {
           const request = tracesQuery(query);
-          return service.streamTraces(request, context, new TracesJsonWriter(request));
+          const page = new TracePageFinality(request, new TracesJsonWriter(request));
+          const body = await service.streamTraces(request, context, page);
+          return { body, cacheControl: page.cacheControl() };
         },
       },
     ],
@@ -93,6 +120,9 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         blockTransactionsExtQuery,
         (request, context, finish) => service.getBlockTransactionsExt(request, context, finish),
         presentBlockTransactionsExt,
+        // The block exists (else NotFound). An empty page (a cursor past the end) is final too, but costs nothing
+        // to answer again: only pages that hold transactions are declared final.
+        (response) => (response.transactions.length > 0 ? cacheControl.finalBlockPage : cacheControl.revalidate),
       ),
     ],
   ]);
@@ -103,12 +133,18 @@ export interface RestOptions {
   shutdownSignal: AbortSignal;
   /** Upper bound of one request, as a Connect client's deadline would be. */
   timeoutMs: number;
+  /** Of every JSON answer that passes this door, the next handler's (/healthz, 404) included. */
+  compression: CompressionSettings;
 }
+
+/** The compression settings of the door a response passed, for sendJson's callers outside the door's own code. */
+const compressionOf = new WeakMap<object, CompressionSettings>();
 
 /** The REST door: a Node request handler for the legacy paths; anything else goes to `next`. */
 export function restHandler(options: RestOptions, next: HttpHandler): HttpHandler {
   const routes = restRoutes(options.service);
   return (req, res) => {
+    compressionOf.set(res, options.compression);
     const url = requestUrl(req);
     if (url === undefined) {
       sendJson(res, 400, { error: "malformed request target" });
@@ -156,7 +192,10 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
     requestHeader: headersOf(req),
   });
   try {
-    await sendBody(res, 200, await found.handle(url.searchParams, context), req.method === "HEAD");
+    const answer = await found.handle(url.searchParams, context);
+    const headers = { etag: await entityTag(answer.content ?? answer.body), "cache-control": answer.cacheControl };
+    if (notModified(req.headers, headers.etag)) sendNotModified(res, headers);
+    else await sendBody(res, 200, answer.body, req.method === "HEAD", headers);
   } catch (err) {
     const error = publicError(err, `REST ${url.pathname}`);
     const status = restStatus(error.code);
@@ -181,35 +220,51 @@ function headersOf(req: HttpRequest): Headers {
 
 /** The part of an HTTP/1.1 or HTTP/2 response that writing a JSON body needs. */
 interface ResponseSink {
+  /** The request answered: its Accept-Encoding and method choose the body's coding. */
+  readonly req: { readonly headers: IncomingHttpHeaders; readonly method?: string | undefined };
   readonly headersSent: boolean;
   readonly writableEnded: boolean;
   readonly destroyed: boolean;
+  getHeader(name: string): number | string | string[] | undefined;
+  setHeader(name: string, value: string): unknown;
   writeHead(status: number, headers: OutgoingHttpHeaders): unknown;
   write(chunk: Buffer): boolean;
   end(chunk: string | Buffer): unknown;
+  destroy(): unknown;
   once(event: "drain" | "close", listener: () => void): unknown;
   off(event: "drain" | "close", listener: () => void): unknown;
 }
 
+/** A JSON answer that is not a REST path's 200 (an error, /healthz, a 404): never cached, unless `extraHeaders` says so. */
 export function sendJson(res: ResponseSink, status: number, body: unknown, extraHeaders: Record<string, string> = {}, headOnly = false): void {
-  void sendBody(res, status, jsonBytes(body), headOnly, extraHeaders);
+  void sendBody(res, status, jsonBytes(body), headOnly, { "cache-control": cacheControl.never, ...extraHeaders });
 }
 
 /**
  * Writes the response in batches, each after the client has taken the one before: a 25 MB page of 1000 traces
  * written at once held the event loop for 15-40 ms copying it into the socket's buffer, and kept a second copy
- * of the page there for as long as the client took to read it.
+ * of the page there for as long as the client took to read it. A body the client asked to be compressed
+ * (compression.ts) goes through the compressor batch by batch, with no Content-Length: its coded size is known
+ * only at its end. HEAD gets the headers GET would, and no body. Never rejects.
  */
 async function sendBody(res: ResponseSink, status: number, body: Buffer | readonly Buffer[], headOnly: boolean, extraHeaders: Record<string, string> = {}): Promise<void> {
   if (res.headersSent || res.writableEnded) return;
   const pieces = Buffer.isBuffer(body) ? [body] : body;
+  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const compression = compressionOf.get(res) ?? noCompression;
+  const coding = chooseCoding(res.req.headers, length, compression);
+  if (compression.enabled) varyOnAcceptEncoding(res);
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
-    "content-length": pieces.reduce((sum, piece) => sum + piece.length, 0),
+    ...(coding === undefined ? { "content-length": length } : { "content-encoding": coding }),
     ...extraHeaders,
   });
-  if (headOnly) {
+  if (headOnly || res.req.method === "HEAD") {
     res.end("");
+    return;
+  }
+  if (coding !== undefined) {
+    await writeCoded(res, coding, writeBatches(pieces));
     return;
   }
   for (const batch of writeBatches(pieces)) {
@@ -219,16 +274,17 @@ async function sendBody(res: ResponseSink, status: number, body: Buffer | readon
   res.end("");
 }
 
-function drained(res: ResponseSink): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.once("drain", done);
-    res.once("close", done);
-  });
+/** 304: the validator and caching headers a 200 would carry (RFC 9110 §15.4.5), no body. */
+function sendNotModified(res: ResponseSink, headers: Record<string, string>): void {
+  if ((compressionOf.get(res) ?? noCompression).enabled) varyOnAcceptEncoding(res);
+  res.writeHead(304, headers);
+  res.end("");
+}
+
+/** Adds Accept-Encoding to whatever Vary the response has already (CORS adds Origin). */
+function varyOnAcceptEncoding(res: ResponseSink): void {
+  const current = res.getHeader("vary");
+  res.setHeader("vary", vary.append(Array.isArray(current) ? current.join(", ") : String(current ?? ""), "Accept-Encoding"));
 }
 
 /** Small pieces (a trace each) joined into writes of about 64 KB: one socket write per piece cost more than the copy. */
