@@ -13,7 +13,11 @@ import { createAsyncIterable, encodeEnvelope, type UniversalServerRequest, type 
 import { codeFromHttpStatus, codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import { promisify } from "node:util";
+import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
+import type { Compression } from "@connectrpc/connect/protocol";
 import { log } from "./log.ts";
+import { brotliQuality, gzipLevel } from "./rest/compression.ts";
 import { grpcCodeName, nameRequest, type Door } from "./observability/request-context.ts";
 import type { HttpHandler, HttpResponse } from "./single-port.ts";
 
@@ -90,7 +94,7 @@ export interface RpcDoorOptions {
 export function rpcDoor(options: RpcDoorOptions): HttpHandler {
   const router = createConnectRouter({
     // connectNodeAdapter's default.
-    acceptCompression: [compressionGzip, compressionBrotli],
+    acceptCompression: rpcCompressions,
     interceptors: [markReached, ...options.interceptors],
     requestGate: watchUnreached,
     shutdownSignal: options.shutdownSignal,
@@ -236,3 +240,23 @@ export function capDeadline(header: Headers, maxMs: number): void {
   const match = grpc === null ? null : /^(\d{1,8})([HMSmun])$/.exec(grpc);
   if (match !== null && Number(match[1]) * (grpcUnitMs.get(match[2] as string) ?? 0) > maxMs) header.set("grpc-timeout", `${maxMs}m`);
 }
+
+const brotli = promisify(brotliCompress);
+const gzipped = promisify(gzip);
+
+/**
+ * connect-node's gzip and brotli at the REST door's levels. Its own compress at zlib's defaults: brotli quality 11
+ * cost 1.7 s of server CPU for one 100-trace page, which any client could ask for with `grpc-accept-encoding: br`.
+ * Decompression (of request bodies) is connect-node's, with its size bound.
+ */
+export const rpcCompressions: Compression[] = [
+  {
+    ...compressionGzip,
+    compress: async (bytes) => new Uint8Array(await gzipped(bytes, { level: gzipLevel })),
+  },
+  {
+    ...compressionBrotli,
+    compress: async (bytes) =>
+      new Uint8Array(await brotli(bytes, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: brotliQuality, [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT } })),
+  },
+];
