@@ -16,6 +16,8 @@ import {
   GetTracesRequestSchema,
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
+import type { TracePosition } from "../src/db/traces.ts";
+import { encodeTraceCursor, traceCursorScope } from "../src/handlers/trace-cursor.ts";
 import type { Sql } from "../src/db/client.ts";
 import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "../src/rest/queries.ts";
 
@@ -34,6 +36,8 @@ export interface CaseTags {
   offset?: number;
   actions?: boolean;
   count?: number;
+  /** The page asked for by cursor instead of offset. */
+  cursor?: boolean;
   /** The answer asked for compressed (see BenchCase.acceptEncoding). */
   encoding?: "gzip" | "br";
 }
@@ -61,6 +65,8 @@ export interface DatasetFacts {
   blocks: number;
   accounts: number;
   hot: { account: string; transactions: number; traces: number } | undefined;
+  /** The hot account's trace just before the deep offset page (see deepOffset): where its cursor page starts. */
+  hotDeepPosition: TracePosition | undefined;
   cold: { account: string; transactions: number; traces: number } | undefined;
   tiny: { account: string; transactions: number; traces: number } | undefined;
   trace: { traceId: string; transactions: number } | undefined;
@@ -143,7 +149,18 @@ export async function readDataset(sql: Sql): Promise<DatasetFacts> {
     where exists (select 1 from blocks B where B.workchain = G.workchain and B.shard = G.shard and B.seqno = G.seqno)
     order by G.n desc, G.seqno desc limit 1`;
 
+  // The trace a cursor names to reach the deep offset's page: found once here, at the offset's cost.
+  let hotDeepPosition: TracePosition | undefined;
+  if (hot !== undefined && hot.traces > 1) {
+    const [row] = await sql<{ key: string | null; trace_id: string }[]>`
+      select E.end_lt::text as key, E.trace_id from traces E
+      where E.trace_id in (select T.trace_id from transactions T where T.account = ${hot.account})
+      order by E.end_lt desc, E.trace_id desc offset ${deepOffset(hot.traces, 100) - 1} limit 1`;
+    hotDeepPosition = row && { key: row.key, traceId: row.trace_id };
+  }
+
   return {
+    hotDeepPosition,
     transactions,
     traces,
     messages,
@@ -213,17 +230,18 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
     title: string,
     selector: NonNullable<CaseTags["selector"]>,
     filter: Partial<Pick<GetTracesRequest, "account" | "txHash" | "msgHash" | "mcSeqno">>,
-    page: { limit: number; offset?: number; actions?: boolean; encoding?: "gzip" | "br" },
+    page: { limit: number; offset?: number; actions?: boolean; encoding?: "gzip" | "br"; cursor?: string },
   ) => {
     const request = create(GetTracesRequestSchema, {
       ...filter,
       limit: page.limit,
       offset: page.offset,
       includeActions: page.actions ?? false,
+      pageToken: page.cursor,
     });
     cases.push({
       id,
-      title: `traces, ${title}, limit ${page.limit}${page.offset ? `, offset ${page.offset}` : ""}${page.actions ? ", with actions" : ""}${page.encoding ? `, ${page.encoding}` : ""}`,
+      title: `traces, ${title}, limit ${page.limit}${page.offset ? `, offset ${page.offset}` : ""}${page.cursor ? `, by cursor at offset ${deepOffset(facts.hot?.traces ?? 0, 100)}` : ""}${page.actions ? ", with actions" : ""}${page.encoding ? `, ${page.encoding}` : ""}`,
       method: "getTraces",
       request,
       restPath: restQuery("/api/v3/traces", {
@@ -234,8 +252,9 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
         limit: page.limit,
         offset: page.offset,
         include_actions: page.actions ? true : undefined,
+        cursor: page.cursor,
       }),
-      tags: { op: "traces", selector, limit: page.limit, offset: page.offset, actions: page.actions ?? false, encoding: page.encoding },
+      tags: { op: "traces", selector, limit: page.limit, offset: page.offset, actions: page.actions ?? false, encoding: page.encoding, cursor: page.cursor !== undefined },
       acceptEncoding: page.encoding,
     });
   };
@@ -249,6 +268,11 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
     }
     traces("traces.hot.l100.actions", who, "hot", { account: hot.account }, { limit: 100, actions: true });
     traces("traces.hot.l100.offset", who, "hot", { account: hot.account }, { limit: 100, offset: deepOffset(hot.traces, 100) });
+    // The same page by cursor, signed with the server's default CURSOR_SECRET.
+    if (facts.hotDeepPosition !== undefined) {
+      const cursor = encodeTraceCursor("", traceCursorScope({ account: hot.account }, false), facts.hotDeepPosition);
+      traces("traces.hot.l100.cursor", who, "hot", { account: hot.account }, { limit: 100, cursor });
+    }
   }
   if (cold !== undefined) {
     const who = `cold account (${cold.transactions} tx, ${cold.traces} traces)`;
