@@ -5,7 +5,10 @@ import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 // The driver itself, as the service configures it: a statement that fails after some of its rows have arrived
 // (statement timeout, cancellation, an error in a later row) must leave its connection fit for the next one.
 // postgres.js 3.4.9 kept counting rows from where the failed statement stopped (porsager/postgres#1119, #1181);
-// patches/postgres+3.4.9.patch resets the count when the statement ends, whatever its outcome.
+// patches/postgres+3.4.9.patch resets the count when the statement ends, whatever its outcome. A reserved connection
+// whose server went away (a replica killed, a backend terminated) must not come back into the pool when released:
+// 3.4.9 put it back with no socket, and the next statement on it threw from a timer and took the process down
+// (porsager/postgres#1199, #1208); the patch leaves it closed, to be reconnected on demand.
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -39,6 +42,21 @@ describe("postgres driver", () => {
       const rows = await behind;
       expect(rows.length).toBe(5);
       expect(Object.keys([...rows])).toEqual(["0", "1", "2", "3", "4"]);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it.runIf(process.env.TEST_DATABASE !== "pglite")("reconnects a reserved connection released after its server went away", async () => {
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      const reserved = await sql.reserve();
+      const [session] = await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      await database.admin`select pg_terminate_backend(${session?.pid ?? 0})`;
+      await expect(reserved`select 1 as one`).rejects.toMatchObject({ code: expect.stringMatching(/^(CONNECTION_CLOSED|57P01|ECONNRESET)$/) as unknown });
+      reserved.release();
+      const [next] = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      expect(next?.pid).not.toBe(session?.pid);
     } finally {
       await sql.end();
     }
