@@ -1,6 +1,8 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
+import { indexSeqnoHeader } from "./index-freshness.ts";
+import { forwardingResponseHeaders, withResponseHeaders } from "./rest/response-headers.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
 import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
@@ -33,10 +35,12 @@ export function createServer(deps: ServiceDeps): Server {
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
   const health = healthHandler(deps);
-  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
-    if (requestUrl(req)?.pathname !== "/healthz") notFound(req, res);
-    else if (!refusedMethod(req, res)) health(req, res);
-  });
+  const rest = withResponseHeaders(
+    restHandler({ service: forwardingResponseHeaders(service), shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs }, (req, res) => {
+      if (requestUrl(req)?.pathname !== "/healthz") notFound(req, res);
+      else if (!refusedMethod(req, res)) health(req, res);
+    }),
+  );
   // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
   // the server's, and a request that makes no URL is refused (see rpc-door.ts).
   const rpc = rpcDoor({
@@ -59,7 +63,7 @@ export function createServer(deps: ServiceDeps): Server {
 
 function corsHandler(origin: string, next: HttpHandler): HttpHandler {
   const allowHeaders = connectCors.allowedHeaders.join(", ");
-  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message"].join(", ");
+  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message", indexSeqnoHeader].join(", ");
   return (req, res) => {
     if (req.headers.origin === undefined) {
       next(req, res);
@@ -81,12 +85,13 @@ function corsHandler(origin: string, next: HttpHandler): HttpHandler {
 }
 
 /**
- * Liveness and readiness in one: 200 while the database answers, 503 at once while it does not. The answer is the
- * availability probe's (see DatabaseAvailability), so a health check costs the database nothing.
+ * Liveness and readiness in one: 200 while the database (the primary, or a replica that keeps up) answers, 503 at
+ * once while none does. The answer is the availability probes' (see DatabaseAvailability), so a health check costs
+ * the database nothing.
  */
 function healthHandler(deps: ServiceDeps): HttpHandler {
   return (_req, res) => {
-    deps.db.availability.ready().then(
+    deps.db.ready().then(
       () => sendJson(res, 200, { status: "ok" }),
       () => sendJson(res, 503, { status: "unavailable", error: "database unavailable" }),
     );
