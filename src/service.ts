@@ -46,11 +46,11 @@ export function createTonQueryService(deps: ServiceDeps) {
     const minSeqno = minIndexSeqno(context.requestHeader);
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
     // The request's statements all go to one member, at least as fresh as its client asked (see Cluster).
-    const route = deps.db.route(bounded.signal, minSeqno);
+    deps.db.route(bounded.signal, minSeqno);
     const work = async (slots: HeldSlots) => {
       prioritise(bounded.signal, () => slots.light);
       const response = await handle(bounded, slots);
-      exposeIndexSeqno(context.responseHeader, route.indexSeqno);
+      exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
       return finish ? finish(response) : (response as unknown as Out);
     };
     return admission.run(bounded.signal, weight, work).finally(done);

@@ -6,13 +6,15 @@ import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/index-freshness.ts
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
 
-// The read-your-index headers on a single database (no replica): every answer carries the newest masterchain seqno
-// of the database that served it, and a request may ask for at least a seqno. The routing between replicas is in
-// replicas.test.ts, against real streaming replication.
+// The read-your-index headers on one database. Without replicas no X-Index-Seqno is sent (one database never goes
+// back) and any X-Min-Index-Seqno is served by it; with the database named as its own replica (a replica URL that
+// reaches the primary, as through a proxy), every answer carries the newest masterchain seqno of the database that
+// served it. The routing between real replicas is in replicas.test.ts.
 
 /** The demo dataset's newest masterchain block. */
 const demoLastSeqno = 51317643;
 const demoTxHash = "79a9866494c57ea5a8457e4c80194b665276d37ef609488beae12d2a1ef1794f";
+const onRealPostgres = process.env.TEST_DATABASE !== "pglite";
 
 let db: TestDatabase;
 let server: TestServer;
@@ -26,11 +28,28 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe("X-Index-Seqno", () => {
+it("no X-Index-Seqno comes from a service on a single database", async () => {
+  const { status, headers } = await server.rest("/api/v3/masterchainInfo");
+  expect(status).toBe(200);
+  expect(headers.get(indexSeqnoHeader)).toBeNull();
+});
+
+// PGlite serves every connection in one session, which a second member's pools would interleave with the first's.
+describe.runIf(onRealPostgres)("X-Index-Seqno, with replicas", () => {
+  let replicated: TestServer;
+  beforeAll(async () => {
+    replicated = await startTestServer(db.url, { DATABASE_URL: db.url, DATABASE_REPLICA_URLS: db.url, DB_PROBE_INTERVAL_MS: "100" });
+    const deadline = Date.now() + 10_000;
+    while (!replicated.db.memberStats().every((m) => m.serving) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  });
+  afterAll(async () => {
+    await replicated?.close();
+  });
+
   it.each(["/api/v3/masterchainInfo", `/api/v3/traces?tx_hash=${demoTxHash}`, `/api/v3/adjacentTransactions?hash=${demoTxHash}&direction=out`])(
     "comes with every REST answer: %s",
     async (path) => {
-      const { status, headers } = await server.rest(path);
+      const { status, headers } = await replicated.rest(path);
       expect(status).toBe(200);
       expect(headers.get(indexSeqnoHeader)).toBe(String(demoLastSeqno));
     },
@@ -38,31 +57,40 @@ describe("X-Index-Seqno", () => {
 
   it.each(rpcProtocols)("comes with every RPC answer over %s", async (protocol) => {
     let header: string | null = null;
-    const response = await server.client(protocol).getMasterchainInfo({}, { onHeader: (h) => (header = h.get(indexSeqnoHeader)) });
+    const response = await replicated.client(protocol).getMasterchainInfo({}, { onHeader: (h) => (header = h.get(indexSeqnoHeader)) });
     expect(response.last?.seqno).toBe(demoLastSeqno);
     expect(header).toBe(String(demoLastSeqno));
   });
 
+  it("is served by the replica, which took every request", async () => {
+    const [primary, replica] = replicated.db.memberStats();
+    expect(primary?.requests).toBe(0);
+    expect(replica?.requests).toBeGreaterThanOrEqual(6);
+  });
+
   it("is not sent with an error", async () => {
-    const { status, headers } = await server.rest("/api/v3/adjacentTransactions?hash=00&direction=out");
+    const { status, headers } = await replicated.rest("/api/v3/adjacentTransactions?hash=00&direction=out");
     expect(status).toBe(422);
     expect(headers.get(indexSeqnoHeader)).toBeNull();
   });
 
   it("is readable by browsers", async () => {
-    const response = await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { origin: "https://example.org" } });
+    const response = await fetch(`${replicated.baseUrl}/api/v3/masterchainInfo`, { headers: { origin: "https://example.org" } });
+    expect(response.headers.get(indexSeqnoHeader)).toBe(String(demoLastSeqno));
     expect(response.headers.get("access-control-expose-headers")?.toLowerCase()).toContain(indexSeqnoHeader);
   });
 });
 
+const lastSeqnoOf = (body: unknown) => (body as { last: { seqno: number } }).last.seqno;
+
 describe("X-Min-Index-Seqno", () => {
   const get = (value: string) => fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { [minIndexSeqnoHeader]: value } });
 
-  it("is served by the primary whatever it asks for: nothing is fresher", async () => {
+  it("is served by the one database whatever it asks for: nothing is fresher", async () => {
     for (const value of [String(demoLastSeqno), "0", String(demoLastSeqno + 1000), ""]) {
       const response = await get(value);
       expect(response.status).toBe(200);
-      expect(response.headers.get(indexSeqnoHeader)).toBe(String(demoLastSeqno));
+      expect(lastSeqnoOf(await response.json())).toBe(demoLastSeqno);
     }
   });
 
@@ -80,16 +108,18 @@ describe("X-Min-Index-Seqno", () => {
 });
 
 describe("replica lag from WAL positions", () => {
-  // The primary's write position as the probe read it at these times (ms), then a replica's replay position.
-  const lag = new ReplicaLag(10_000);
-  for (const [at, lsn] of [
+  /** The primary's write positions as the probe read them, as [time ms, lsn]. */
+  const primaryRead = (keepMs: number, positions: [number, bigint][]) => {
+    const lag = new ReplicaLag(keepMs);
+    for (const [at, lsn] of positions) lag.primaryAt({ lsn, seqno: undefined, at });
+    return lag;
+  };
+  const lag = primaryRead(10_000, [
     [1000, 100n],
     [2000, 100n],
     [3000, 250n],
     [4000, 400n],
-  ] as const) {
-    lag.primaryAt({ lsn, seqno: undefined, at });
-  }
+  ]);
   const replicaAt = (lsn: bigint) => ({ lsn, seqno: undefined, at: 4000 });
 
   it("is zero for a replica that has replayed what the primary last wrote, however long ago", () => {
@@ -109,15 +139,12 @@ describe("replica lag from WAL positions", () => {
   });
 
   it("keeps the newest position older than its window, so old lag stays visible", () => {
-    const short = new ReplicaLag(1000);
-    for (const [at, lsn] of [
+    const short = primaryRead(1000, [
       [1000, 100n],
       [2000, 200n],
       [5000, 300n],
       [6000, 400n],
-    ] as const) {
-      short.primaryAt({ lsn, seqno: undefined, at });
-    }
+    ]);
     // 200 was written by t=2000: a replica still at 150 has missed it for at least 4 s, not 1 s.
     expect(short.lagMs({ lsn: 150n, seqno: undefined, at: 6000 }, 6000)).toBe(Number.POSITIVE_INFINITY);
     expect(short.lagMs({ lsn: 250n, seqno: undefined, at: 6000 }, 6000)).toBe(1000);

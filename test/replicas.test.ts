@@ -26,8 +26,8 @@ const paths = [
   `/api/v3/adjacentTransactions?hash=${demoTxHash}&direction=out`,
   `/api/v3/traces?tx_hash=${demoTxHash}&include_actions=true`,
 ];
-/** runQuery reads the member's newest seqno after every statement of the service with this text: one call per statement. */
-const serviceStatements = "select coalesce(sum(calls), 0)::int as n from pg_stat_statements where query like 'select seqno from blocks where workchain = %'";
+/** runQuery opens a read-only transaction for every statement of the service (probes open none): one call per statement. */
+const serviceStatements = "select coalesce(sum(calls), 0)::int as n from pg_stat_statements where lower(query) = 'begin read only'";
 
 describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming replicas", () => {
   let cluster: ReplicaCluster;
@@ -113,7 +113,13 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     expect(member(strict, replica1).seqno).toBe(lastSeqno(answers[0]?.body));
   });
 
-  it("skips a killed replica without failing a request, and moves a statement it was running", async () => {
+  it("skips a killed replica without failing a request, moves the statement it ran, and sends a request that read from it to the primary", async () => {
+    // A request that has read from the replica about to be killed: its next statement must not go to the other
+    // replica, which may be further behind than what it read.
+    let halfDone = new AbortController().signal;
+    const port = (signal: AbortSignal) => runQuery(signal, strict.db.sql, (tx) => tx<{ port: number }[]>`select inet_server_port() as port`);
+    for (let i = 0; i < 4 && (await port(halfDone))[0]?.port !== replica1.port; i++) halfDone = new AbortController().signal;
+    expect(await port(halfDone)).toEqual([{ port: replica1.port }]);
     // One statement on each replica (each goes to the member with fewer in flight), still running at the kill.
     const sleepers = [0, 1].map(() => runQuery(new AbortController().signal, strict.db.sql, (tx) => tx`select pg_sleep(0.8)::text as slept`));
     const until_ = Date.now() + 2000;
@@ -128,6 +134,8 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     await until(() => !member(strict, replica1).up, "the killed replica marked down");
     const detectedMs = Date.now() - killedAt;
     const servedWhenDetected = member(strict, replica1).requests;
+
+    expect(await port(halfDone)).toEqual([{ port: primary.port }]);
 
     const statuses = (await Promise.all(loops)).flat();
     expect(await Promise.all(sleepers)).toEqual([[{ slept: "" }], [{ slept: "" }]]);

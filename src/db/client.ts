@@ -7,7 +7,7 @@ import type { Config } from "../config.ts";
 import type { DatabaseAvailability } from "./availability.ts";
 import { isUrgent } from "./connection-gate.ts";
 import { Member, type Pool, type PoolKind } from "./member.ts";
-import { Cluster, type MemberStats, ReplicaLag, type RequestRoute } from "./replicas.ts";
+import { Cluster, type MemberStats, ReplicaLag, type RequestRoute, routeOfRequest } from "./replicas.ts";
 
 export type Sql = postgres.Sql;
 
@@ -76,9 +76,15 @@ export interface Database {
   ready(): Promise<void>;
   /**
    * Where the statements run under `signal` (one request's) go: to a member known to hold at least masterchain
-   * block `minSeqno` when given. The route's `indexSeqno` is the newest block of the member that served.
+   * block `minSeqno` when given.
    */
   route(signal: AbortSignal, minSeqno?: number): RequestRoute;
+  /**
+   * With replicas: the newest masterchain seqno of the member that ran the request's statements, as of after the
+   * last of them (a bound of everything the request read; X-Index-Seqno). Costs one statement, unless the last
+   * statement reported it itself (see {@link noteIndexSeqno}). Undefined without replicas.
+   */
+  indexSeqno(signal: AbortSignal): Promise<number | undefined>;
   /** Per member: state, lag and counts, for metrics. */
   memberStats(): MemberStats[];
   end(): Promise<void>;
@@ -133,13 +139,22 @@ export function openDatabase(options: DatabaseOptions): Database {
     handles.set(sql, { cluster, kind });
     return sql;
   };
+  const sql = handle("prepared");
   for (const m of cluster.members) m.start();
   return {
-    sql: handle("prepared"),
+    sql,
     sqlCustomPlan: handle("customPlan"),
     availability: primary.availability,
     ready: () => cluster.ready(),
     route: (signal, minSeqno) => cluster.route(signal, minSeqno),
+    indexSeqno: async (signal) => {
+      if (replicaUrls.length === 0) return undefined;
+      const route = cluster.routeOf(signal);
+      if (route.indexSeqno !== undefined) return route.indexSeqno;
+      const [row] = await runQuery(signal, sql, (tx) => tx<{ seqno: number }[]>`select seqno from blocks where workchain = -1 order by seqno desc limit 1`);
+      noteIndexSeqno(signal, row?.seqno);
+      return row?.seqno;
+    },
     memberStats: () => cluster.stats(),
     end: async () => {
       await Promise.all(cluster.members.map((m) => m.end()));
@@ -206,19 +221,17 @@ export function databaseError(err: unknown): ConnectError {
  * Runs one statement for a request, built by `build` on a connection reserved for it, on the member that serves
  * the request (see Cluster), and maps its failures through {@link databaseError}.
  *
- * - The statement runs inside a read-only transaction (BEGIN READ ONLY, the statement, the member's newest
- *   masterchain seqno and COMMIT are sent in one write, so this costs no extra round trip): a session default
- *   could be turned off by a statement, a transaction's read-only mode cannot be once it has run a query. The
- *   seqno, read after the statement, bounds what it saw (the request's `indexSeqno`).
+ * - The statement runs inside a read-only transaction (BEGIN READ ONLY, the statement and COMMIT are sent in one
+ *   write, so this costs no extra round trip): a session default could be turned off by a statement, a
+ *   transaction's read-only mode cannot be once it has run a query.
  * - A request whose signal has fired (client gone, deadline passed, shutdown) never starts its statement, even
  *   when its turn for a connection comes after that; a statement already sent is left to finish or to hit the
  *   statement timeout, because PostgreSQL's cancel request hits whatever the backend runs when it arrives, which
  *   may already be the next request's statement.
  * - While the member is down the statement fails at once, and a statement in flight when it goes down ends with
  *   it rather than with the request's deadline. Then, or when its connection fails, or a replica cancels it for
- *   a conflict with replay, the statement runs again on another member at least as fresh as what the request has
- *   seen (it only reads), and the request's later statements follow it there; with no such member it fails with
- *   Unavailable.
+ *   a conflict with replay, the statement runs again on another member (it only reads; see Cluster for which),
+ *   and the request's later statements follow it there; with no member left it fails with Unavailable.
  */
 export async function runQuery<T extends readonly postgres.MaybeRow[]>(
   signal: AbortSignal,
@@ -235,8 +248,8 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
     if (member === undefined) throw new ConnectError("database unavailable", Code.Unavailable);
     member.inFlight++;
     try {
-      const { rows, seqno } = await runOn(signal, member, member.pools[kind], build);
-      route.saw(member, seqno);
+      const rows = await runOn(signal, member, member.pools[kind], build);
+      route.read();
       return rows;
     } catch (err) {
       if (!(err instanceof ConnectError) || signal.aborted || !mayRunElsewhere(err) || !cluster.reroute(route, member)) throw err;
@@ -244,6 +257,14 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
       member.inFlight--;
     }
   }
+}
+
+/**
+ * A statement that has just run under `signal` read the newest masterchain block of its member (masterchainInfo):
+ * that seqno bounds what the request has read so far, so its X-Index-Seqno costs no further statement.
+ */
+export function noteIndexSeqno(signal: AbortSignal, seqno: number | undefined): void {
+  if (seqno !== undefined) routeOfRequest(signal)?.bounded(seqno);
 }
 
 /** A failure another member may not share: the member is down or its connection failed, or replay cancelled the statement. */
@@ -259,7 +280,7 @@ async function runOn<T extends readonly postgres.MaybeRow[]>(
   member: Member,
   pool: Pool,
   build: (sql: Sql) => postgres.PendingQuery<T>,
-): Promise<Outcome<T>> {
+): Promise<postgres.RowList<T>> {
   // Fails with Unavailable at once while the member is known to be down.
   await member.availability.ready();
   const stop = AbortSignal.any([signal, member.availability.downSignal]);
@@ -269,7 +290,7 @@ async function runOn<T extends readonly postgres.MaybeRow[]>(
   } catch (err) {
     throw failure(member, stop, err);
   }
-  let statement: Promise<Outcome<T>>;
+  let statement: Promise<postgres.RowList<T>>;
   try {
     // Holding a permit, the connection is free at once (see ConnectionGate).
     const connection = await pool.live.reserve();
@@ -293,42 +314,26 @@ async function runOn<T extends readonly postgres.MaybeRow[]>(
 }
 
 /** The statements runQuery sends around each of the service's own. */
-export const transactionFrame = {
-  begin: "begin read only",
-  indexSeqno: "select seqno from blocks where workchain = -1 order by seqno desc limit 1",
-  commit: "commit",
-} as const;
-
-interface Outcome<T extends readonly postgres.MaybeRow[]> {
-  rows: postgres.RowList<T>;
-  /** The member's newest masterchain seqno, read after the statement. */
-  seqno: number | undefined;
-}
+export const transactionFrame = { begin: "begin read only", commit: "commit" } as const;
 
 async function runReserved<T extends readonly postgres.MaybeRow[]>(
   connection: postgres.ReservedSql,
   build: (sql: Sql) => postgres.PendingQuery<T>,
   pool: Pool,
-): Promise<Outcome<T>> {
-  const readSeqno = () => connection.unsafe<{ seqno: number }[]>(transactionFrame.indexSeqno).execute();
+): Promise<postgres.RowList<T>> {
   try {
     const built = build(connection);
     pool.observe?.(built);
-    if (!pool.readOnlyTransactions) {
-      const rows = await built;
-      return { rows, seqno: (await readSeqno())[0]?.seqno };
-    }
-    // Queued in this order in the same tick, the four go out in one write.
+    if (!pool.readOnlyTransactions) return await built;
+    // Queued in this order in the same tick, the three go out in one write.
     const begin = connection.unsafe(transactionFrame.begin).execute();
     const statement = built.execute();
-    const seqno = readSeqno();
     const commit = connection.unsafe(transactionFrame.commit).execute();
-    const [opened, result, newest, closed] = await Promise.allSettled([begin, statement, seqno, commit]);
+    const [opened, result, closed] = await Promise.allSettled([begin, statement, commit]);
     if (result.status === "rejected") throw result.reason;
     if (opened.status === "rejected") throw opened.reason;
-    if (newest.status === "rejected") throw newest.reason;
     if (closed.status === "rejected") throw closed.reason;
-    return { rows: result.value, seqno: newest.value[0]?.seqno };
+    return result.value;
   } finally {
     connection.release();
   }

@@ -11,14 +11,17 @@ import type { Member, MemberRole, Position } from "./member.ts";
  * - **One member per request.** All the statements of a request run on the member its first statement chose. A
  *   member's index only moves forward, so a request that reads trace rows and then their transactions never finds
  *   the second older than the first, as it could across two replicas at different points of replay.
- * - **Never older than seen.** Every statement also reads, in its own transaction, the newest masterchain seqno of
- *   the member (see runQuery): the request's `indexSeqno`, a bound of everything it has read. Should its member
- *   fail, the request goes on on a member known to hold at least that seqno (the primary always does), so a
- *   failover is invisible to the request. A client gets the same guarantee across requests: it sends the
- *   `indexSeqno` of its last answer back as the request's `minSeqno` (the X-Min-Index-Seqno header) and is served
- *   by a member known to hold it, else by the primary.
+ * - **Never older than seen.** Should its member fail (down, connection lost, a statement cancelled by replay), a
+ *   request that has read nothing yet goes to another member as a new one would; one that has read something goes
+ *   on on the primary, which holds whatever any replica does (every replica replays the primary's WAL), so a
+ *   failover is invisible to the request.
+ * - **Across requests.** Once a request's statements are done, the newest masterchain seqno of its member is read
+ *   (`Database.indexSeqno`, one more statement, none for masterchainInfo whose statement read it): a bound of
+ *   everything the request has read, sent as X-Index-Seqno. A client sends it back as the next request's
+ *   `minSeqno` (X-Min-Index-Seqno) and is served by a member known to hold at least that block, else by the
+ *   primary, so what it has seen never disappears.
  *
- * Seqnos are what clients understand and the index worker writes a masterchain block with its shard blocks,
+ * Seqnos are what clients understand, and the index worker writes a masterchain block with its shard blocks,
  * transactions, messages and traces in one transaction, so a member holding seqno N holds all of them up to N.
  * The lag bound is measured in WAL instead, which also covers what is written apart from blocks (actions
  * classified later): see {@link ReplicaLag}.
@@ -28,7 +31,6 @@ export class Cluster {
   readonly replicas: readonly Member[];
   readonly #lag: ReplicaLag;
   readonly #maxLagMs: number;
-  readonly #routes = new WeakMap<AbortSignal, RequestRoute>();
   /** Whether each replica was serving at its last probe: a change is logged. */
   readonly #serving = new Map<Member, boolean>();
   #turn = 0;
@@ -47,13 +49,13 @@ export class Cluster {
   /** Where the statements of the request whose signal this is go; `minSeqno`: the freshness its client asked for. */
   route(signal: AbortSignal, minSeqno: number | undefined): RequestRoute {
     const route = new RequestRoute(minSeqno);
-    this.#routes.set(signal, route);
+    routes.set(signal, route);
     return route;
   }
 
   /** The request's route; statements run outside the service (start-up checks, the bench) get one on first use. */
   routeOf(signal: AbortSignal): RequestRoute {
-    return this.#routes.get(signal) ?? this.route(signal, undefined);
+    return routes.get(signal) ?? this.route(signal, undefined);
   }
 
   /** The member the route's next statement runs on: its own, or a new choice; undefined when none is left. */
@@ -143,7 +145,10 @@ export class Cluster {
   }
 
   #choose(route: RequestRoute): Member | undefined {
-    const needed = route.neededSeqno;
+    // Every replica is built from the primary's WAL: it holds whatever any of them does.
+    const primary = route.failed.has(this.primary) ? undefined : this.primary;
+    if (route.hasRead) return primary;
+    const needed = route.minSeqno;
     const now = Date.now();
     let best: Member | undefined;
     // Rotating the starting point spreads requests evenly over equally busy replicas.
@@ -154,39 +159,49 @@ export class Cluster {
       if (needed !== undefined && (replica.seqno === undefined || replica.seqno < needed)) continue;
       if (best === undefined || replica.inFlight < best.inFlight) best = replica;
     }
-    if (best !== undefined) return best;
-    // Every replica is built from the primary's WAL: it holds whatever any of them does.
-    return route.failed.has(this.primary) ? undefined : this.primary;
+    return best ?? primary;
   }
 }
 
-/** Where one request's statements run, and the newest masterchain seqno they have seen. */
+/** The routes of the requests under way, by their signal: a request's statements all carry its signal. */
+const routes = new WeakMap<AbortSignal, RequestRoute>();
+
+/** The route of the request `signal` belongs to, if it has one. */
+export function routeOfRequest(signal: AbortSignal): RequestRoute | undefined {
+  return routes.get(signal);
+}
+
+/** Where one request's statements run, and what is known of how fresh the index they read was. */
 export class RequestRoute {
   readonly minSeqno: number | undefined;
   member: Member | undefined;
   readonly failed = new Set<Member>();
-  #seen: number | undefined;
+  #hasRead = false;
+  #bound: number | undefined;
 
   constructor(minSeqno: number | undefined) {
     this.minSeqno = minSeqno;
   }
 
-  /** The newest masterchain seqno of the member that served, as of the request's last statement (X-Index-Seqno). */
+  /** A statement of the request has answered: a member that fails from now on hands it to the primary. */
+  get hasRead(): boolean {
+    return this.#hasRead;
+  }
+
+  /** A masterchain seqno the request's member held after its last statement, when one is known (X-Index-Seqno). */
   get indexSeqno(): number | undefined {
-    return this.#seen;
+    return this.#bound;
   }
 
-  /** What a member must be known to hold to take the request's next statement. */
-  get neededSeqno(): number | undefined {
-    if (this.minSeqno === undefined) return this.#seen;
-    return this.#seen === undefined ? this.minSeqno : Math.max(this.minSeqno, this.#seen);
+  read(): void {
+    this.#hasRead = true;
+    this.#bound = undefined;
   }
 
-  /** A statement on `member` ran in a transaction that also saw `seqno` as the member's newest masterchain block. */
-  saw(member: Member, seqno: number | undefined): void {
-    if (seqno === undefined) return;
-    member.noteSeqno(seqno);
-    if (this.#seen === undefined || seqno > this.#seen) this.#seen = seqno;
+  /** The statement that has just answered read `seqno` as its member's newest masterchain block. */
+  bounded(seqno: number): void {
+    this.#bound = seqno;
+    this.member?.noteSeqno(seqno);
   }
 }
 
