@@ -6,6 +6,12 @@ import { logLevels, type LogLevel } from "./log.ts";
 export interface Config {
   /** PostgreSQL URL of the ton-index-worker database; absent = embedded PGlite with demo data. */
   databaseUrl: string | undefined;
+  /** Streaming replicas of that database: reads are spread over them (see src/db/replicas.ts). */
+  databaseReplicaUrls: string[];
+  /** A replica further behind the primary than this is not read from. */
+  maxReplicaLagMs: number;
+  /** Between probes of each database member (availability, and with replicas its position). */
+  dbProbeIntervalMs: number;
   host: string;
   port: number;
   /** Connections the service may open to PostgreSQL (see openDatabase for how they are split). */
@@ -69,6 +75,21 @@ interface Setting {
 
 export const settings = {
   databaseUrl: { env: "DATABASE_URL", default: "", help: "PostgreSQL URL of the index database (read-only access is enough). Empty: start an embedded PGlite database with the demo dataset." },
+  databaseReplicaUrls: {
+    env: "DATABASE_REPLICA_URLS",
+    default: "",
+    help: "Comma-separated PostgreSQL URLs of streaming replicas of DATABASE_URL. Requests are spread over the replicas that answer and are at most MAX_REPLICA_LAG_MS behind; the primary serves when none is. Each member gets its own DB_POOL_SIZE connections.",
+  },
+  maxReplicaLagMs: {
+    env: "MAX_REPLICA_LAG_MS",
+    default: "3000",
+    help: "A replica whose replayed WAL is further behind the primary's than this (measured every DB_PROBE_INTERVAL_MS) takes no new requests until it catches up.",
+  },
+  dbProbeIntervalMs: {
+    env: "DB_PROBE_INTERVAL_MS",
+    default: "1000",
+    help: "Between probes of each database (primary and replicas) while it answers; 250 ms at most while it does not. Bounds how late an outage or a replica's lag is noticed.",
+  },
   host: { env: "HOST", default: "0.0.0.0", help: "Address to listen on." },
   port: { env: "PORT", default: "8080", help: "Port serving Connect, gRPC, gRPC-web and REST (0 = any free port)." },
   poolSize: {
@@ -189,11 +210,27 @@ function boolean(name: string, value: string): boolean {
   throw new ConfigError(`${name} must be true or false, got "${value}"`);
 }
 
+function urlList(name: string, value: string): string[] {
+  const urls = value
+    .split(",")
+    .map((url) => url.trim())
+    .filter((url) => url !== "");
+  // The value is not echoed: it may hold a password.
+  urls.forEach((url, index) => {
+    const protocol = URL.canParse(url) ? new URL(url).protocol : undefined;
+    if (protocol !== "postgres:" && protocol !== "postgresql:") throw new ConfigError(`${name}: entry ${index + 1} is not a postgres:// URL`);
+  });
+  return urls;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const read = (s: Setting) => (env[s.env] ?? "").trim() || s.default;
   const s = settings;
   const config: Config = {
     databaseUrl: read(s.databaseUrl) || undefined,
+    databaseReplicaUrls: urlList(s.databaseReplicaUrls.env, read(s.databaseReplicaUrls)),
+    maxReplicaLagMs: integer(s.maxReplicaLagMs.env, read(s.maxReplicaLagMs), 1, 3_600_000),
+    dbProbeIntervalMs: integer(s.dbProbeIntervalMs.env, read(s.dbProbeIntervalMs), 10, 600_000),
     host: read(s.host),
     port: integer(s.port.env, read(s.port), 0, 65535),
     poolSize: integer(s.poolSize.env, read(s.poolSize), 1, 1000),
@@ -223,6 +260,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     compression: boolean(s.compression.env, read(s.compression)),
     compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
   };
+  if (config.databaseReplicaUrls.length > 0 && config.databaseUrl === undefined) {
+    throw new ConfigError("DATABASE_REPLICA_URLS needs DATABASE_URL: replicas of the embedded demo database cannot exist");
+  }
   if (config.defaultLimit > config.maxLimit) {
     throw new ConfigError(`DEFAULT_LIMIT (${config.defaultLimit}) must not exceed MAX_LIMIT (${config.maxLimit})`);
   }

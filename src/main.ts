@@ -36,6 +36,7 @@ async function main(): Promise<number> {
   log.info("tonquery ready", {
     url: baseUrl,
     database: embedded ? "embedded PGlite with the demo dataset" : redactUrl(databaseUrl),
+    ...(config.databaseReplicaUrls.length > 0 && { replicas: config.databaseReplicaUrls.map(redactUrl) }),
     schema: formatVersion(version),
     tracing: tracing === undefined ? "off" : "OTLP",
   });

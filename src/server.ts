@@ -1,11 +1,13 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
+import { indexSeqnoHeader } from "./index-freshness.ts";
 import { metricsEndpoint, observeRequests, requestIdHeader } from "./observability/requests.ts";
 import type { Telemetry } from "./observability/telemetry.ts";
 import { openApiRoutes } from "./openapi/routes.ts";
 import { ServiceHealth } from "./ops/health.ts";
 import { reflectionRoutes } from "./ops/reflection.ts";
+import { forwardingResponseHeaders, withResponseHeaders } from "./rest/response-headers.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
 import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
@@ -40,7 +42,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
   deps.telemetry.metrics.watchDatabase(() => deps.db.poolStates(), () => !deps.db.availability.downSignal.aborted);
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
-  const health = new ServiceHealth(deps.db.availability);
+  const health = new ServiceHealth(deps.db.availability, () => deps.db.ready());
   // GET-only endpoints beside the REST paths.
   const endpoints = new Map<string, HttpHandler>([
     ...health.httpProbes(),
@@ -48,11 +50,13 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     ...openApiRoutes(deps.config),
   ]);
   const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
-  const rest = restHandler({ service, shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs, compression }, (req, res) => {
-    const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
-    if (endpoint === undefined) notFound(req, res);
-    else if (!refusedMethod(req, res)) endpoint(req, res);
-  });
+  const rest = withResponseHeaders(
+    restHandler({ service: forwardingResponseHeaders(service), shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs, compression }, (req, res) => {
+      const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
+      if (endpoint === undefined) notFound(req, res);
+      else if (!refusedMethod(req, res)) endpoint(req, res);
+    }),
+  );
   // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
   // the server's, and a request that makes no URL is refused (see rpc-door.ts).
   const rpc = rpcDoor({
@@ -82,7 +86,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
 
 function corsHandler(origin: string, next: HttpHandler): HttpHandler {
   const allowHeaders = connectCors.allowedHeaders.join(", ");
-  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message", requestIdHeader].join(", ");
+  const exposeHeaders = [...connectCors.exposedHeaders, "Trailer-Grpc-Status", "Trailer-Grpc-Message", requestIdHeader, indexSeqnoHeader].join(", ");
   return (req, res) => {
     if (req.headers.origin === undefined) {
       next(req, res);

@@ -17,6 +17,7 @@ import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
 import { prioritise } from "./db/connection-gate.ts";
 import { prepareBodyDecoding } from "./decoding/page-bodies.ts";
+import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
 import { respondsInBinary, TracesBinaryWriter } from "./present/proto/traces.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 
@@ -37,16 +38,20 @@ export function createTonQueryService(deps: ServiceDeps) {
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
-  const admitted = <Response, Out>(
+  const admitted = async <Response, Out>(
     context: HandlerContext,
     weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
     finish: Finish<Response, Out> | undefined,
   ): Promise<Out> => {
+    const minSeqno = minIndexSeqno(context.requestHeader);
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
+    // The request's statements all go to one member, at least as fresh as its client asked (see Cluster).
+    deps.db.route(bounded.signal, minSeqno);
     const work = async (slots: HeldSlots) => {
       prioritise(bounded.signal, () => slots.light);
       const response = await handle(bounded, slots);
+      exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
       return finish ? finish(response) : (response as unknown as Out);
     };
     return admission.run(bounded.signal, weight, work).finally(done);

@@ -6,6 +6,9 @@ describe("configuration", () => {
   it("has documented defaults", () => {
     expect(loadConfig({})).toEqual({
       databaseUrl: undefined,
+      databaseReplicaUrls: [],
+      maxReplicaLagMs: 3000,
+      dbProbeIntervalMs: 1000,
       host: "0.0.0.0",
       port: 8080,
       poolSize: 10,
@@ -56,6 +59,17 @@ describe("configuration", () => {
     });
     expect(config).toMatchObject({ databaseUrl: "postgres://reader@db/index", port: 9000, poolSize: 4, testnet: true, maxLimit: 200 });
     expect(config).toMatchObject({ logLevel: "warn", accessLog: false, otlpEndpoint: "http://collector:4318", otlpTracesEndpoint: undefined });
+    const replicated = loadConfig({
+      DATABASE_URL: "postgres://reader@db/index",
+      DATABASE_REPLICA_URLS: " postgres://reader@replica-1/index,postgres://reader@replica-2:5433/index ,",
+      MAX_REPLICA_LAG_MS: "1500",
+      DB_PROBE_INTERVAL_MS: "200",
+    });
+    expect(replicated).toMatchObject({
+      databaseReplicaUrls: ["postgres://reader@replica-1/index", "postgres://reader@replica-2:5433/index"],
+      maxReplicaLagMs: 1500,
+      dbProbeIntervalMs: 200,
+    });
   });
 
   it.each([
@@ -67,6 +81,9 @@ describe("configuration", () => {
     [{ DEFAULT_LIMIT: "2000" }, "DEFAULT_LIMIT (2000) must not exceed MAX_LIMIT (1000)"],
     [{ LOG_LEVEL: "verbose" }, 'LOG_LEVEL must be one of debug, info, warn, error, got "verbose"'],
     [{ ACCESS_LOG: "some" }, "ACCESS_LOG must be true or false"],
+    [{ DATABASE_REPLICA_URLS: "postgres://reader@replica/index" }, "DATABASE_REPLICA_URLS needs DATABASE_URL"],
+    [{ DATABASE_URL: "postgres://reader@db/index", DATABASE_REPLICA_URLS: "postgres://a/index, replica-2:5432" }, "DATABASE_REPLICA_URLS: entry 2 is not a postgres:// URL"],
+    [{ MAX_REPLICA_LAG_MS: "0" }, "MAX_REPLICA_LAG_MS must be between 1 and 3600000"],
   ])("refuses %o", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

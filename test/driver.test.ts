@@ -5,10 +5,11 @@ import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 // The driver itself, as the service configures it: a statement that fails after some of its rows have arrived
 // (statement timeout, cancellation, an error in a later row) must leave its connection fit for the next one.
 // postgres.js 3.4.9 kept counting rows from where the failed statement stopped (porsager/postgres#1119, #1181);
-// patches/postgres+3.4.9.patch resets the count when the statement ends, whatever its outcome.
-// A reserved connection that closes while it is reserved (the database restarts, a proxy drops it) was handed back
-// to the pool by its release() all the same, and the next statement on it was written to a socket that no longer
-// existed: a TypeError thrown from a timer, which ends the process. The patch makes such a release a no-op.
+// patches/postgres+3.4.9.patch resets the count when the statement ends, whatever its outcome. A reserved connection
+// whose server went away (a replica killed, a backend terminated) must not come back into the pool when released:
+// 3.4.9 put it back with no socket, and the next statement on it threw from a timer and took the process down
+// (porsager/postgres#1199, #1208), or never answered; the patch leaves it closed, to be reconnected on demand, and
+// fails what a lost connection still owed.
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -59,6 +60,34 @@ describe("postgres driver", () => {
       reserved.release();
       const [{ answer }] = (await sql`select 42 as answer`) as unknown as [{ answer: number }];
       expect(answer).toBe(42);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it.runIf(process.env.TEST_DATABASE !== "pglite")("reconnects a reserved connection released after its server went away", async () => {
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const reserved = await sql.reserve();
+        const [session] = await reserved<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        await database.admin`select pg_terminate_backend(${session?.pid ?? 0})`;
+        const lost = await reserved`select 1 as one`.then(
+          () => "answered",
+          (err: { code?: string }) => err.code,
+        );
+        expect(["CONNECTION_CLOSED", "ECONNRESET", "57P01"]).toContain(lost);
+        reserved.release();
+        // Released between the socket's error and its close event, the connection may be handed out once more: that
+        // statement fails at once (3.4.9 left it unanswered). Then the pool reconnects.
+        const next = await sql<{ pid: number }[]>`select pg_backend_pid() as pid`.then(
+          (rows) => rows,
+          (err: { code?: string }) => err.code ?? "no code",
+        );
+        const [fresh] = typeof next === "string" ? await sql<{ pid: number }[]>`select pg_backend_pid() as pid` : next;
+        if (typeof next === "string") expect(next).toBe("CONNECTION_CLOSED");
+        expect(fresh?.pid).not.toBe(session?.pid);
+      }
     } finally {
       await sql.end();
     }

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type Block, BlockSchema } from "../../gen/tonquery/v1/block_pb.ts";
-import { runQuery, type Sql } from "./client.ts";
+import { noteIndexSeqno, runQuery, type Sql } from "./client.ts";
 import { optional } from "./rows.ts";
 import type { BlockIdRow, BlocksTableRow } from "./tables.ts";
 
@@ -30,6 +30,8 @@ export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Pro
   const first = rows.find((r) => r.edge === "first");
   const last = rows.find((r) => r.edge === "last");
   if (first === undefined || last === undefined) return undefined;
+  // The newest block, read by the request's last statement: what X-Index-Seqno needs, without another statement.
+  noteIndexSeqno(signal, last.seqno);
   return { first: scanBlock(first), last: scanBlock(last) };
 }
 

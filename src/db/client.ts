@@ -4,11 +4,12 @@ import { fileURLToPath } from "node:url";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { abortError, untilAborted } from "../abort.ts";
 import type { Config } from "../config.ts";
-import { log } from "../log.ts";
 import type { PoolState } from "../observability/metrics.ts";
 import type { StatementTelemetry } from "../observability/telemetry.ts";
-import { DatabaseAvailability } from "./availability.ts";
-import { ConnectionGate, isUrgent } from "./connection-gate.ts";
+import type { DatabaseAvailability } from "./availability.ts";
+import { isUrgent } from "./connection-gate.ts";
+import { Member, type Pool, type PoolKind } from "./member.ts";
+import { Cluster, type MemberStats, ReplicaLag, type RequestRoute, routeOfRequest } from "./replicas.ts";
 
 export type Sql = postgres.Sql;
 
@@ -24,8 +25,15 @@ export function redactUrl(url: string): string {
 }
 
 export interface DatabaseOptions {
+  /** The primary. */
   url: string;
-  /** Connections in all, shared between the two pools below (at least one each). */
+  /** Its streaming replicas, which take the reads while they answer and keep up (see Cluster). */
+  replicaUrls: readonly string[];
+  /** A replica further behind than this takes no new requests. */
+  maxReplicaLagMs: number;
+  /** Between probes of each member while it answers: a black hole is noticed within this plus the probe's bound. */
+  probeIntervalMs: number;
+  /** Connections in all per member, shared between the two pools below (at least one each). */
   poolSize: number;
   statementTimeoutMs: number;
   /** Bound of opening a connection, and of the availability probe. */
@@ -59,127 +67,124 @@ export interface StatementObserver {
  * costed for an average account, read a hot account's whole history (0.6 s).
  *
  * Both are handles: data access builds statements and fragments with them and hands them to {@link runQuery},
- * which runs them on the pool's live connections (replaced whenever the database goes down, so that no connection
- * left hanging by an outage is ever used again).
+ * which runs them on the same pool of the member that serves the request (the primary or a replica, see
+ * Cluster), on its live connections (replaced whenever the member goes down, so that no connection left hanging by
+ * an outage is ever used again). Used directly, they are the primary's.
  */
 export interface Database {
   sql: Sql;
   sqlCustomPlan: Sql;
+  /** The primary's availability. */
   availability: DatabaseAvailability;
   /** The pools' connections in use and statements waiting, for the metrics. */
   poolStates(): PoolState[];
+  /** Resolves when some member can serve reads; fails fast with Unavailable while none can. */
+  ready(): Promise<void>;
+  /**
+   * Where the statements run under `signal` (one request's) go: to a member known to hold at least masterchain
+   * block `minSeqno` when given.
+   */
+  route(signal: AbortSignal, minSeqno?: number): RequestRoute;
+  /**
+   * With replicas: the newest masterchain seqno of the member that ran the request's statements, as of after the
+   * last of them (a bound of everything the request read; X-Index-Seqno). Costs one statement, unless the last
+   * statement reported it itself (see {@link noteIndexSeqno}). Undefined without replicas.
+   */
+  indexSeqno(signal: AbortSignal): Promise<number | undefined>;
+  /** Per member: state, lag and counts, for metrics. */
+  memberStats(): MemberStats[];
   end(): Promise<void>;
 }
 
 /** The database options the service's configuration gives. */
 export function databaseOptions(config: Config, url: string, extra: Pick<DatabaseOptions, "sharedSession" | "observe" | "telemetry"> = {}): DatabaseOptions {
-  return { url, poolSize: config.poolSize, statementTimeoutMs: config.statementTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs, ...extra };
+  return {
+    url,
+    replicaUrls: config.databaseReplicaUrls,
+    maxReplicaLagMs: config.maxReplicaLagMs,
+    probeIntervalMs: config.dbProbeIntervalMs,
+    poolSize: config.poolSize,
+    statementTimeoutMs: config.statementTimeoutMs,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    ...extra,
+  };
 }
 
-/** What runQuery needs to know about the pool a handle stands for. */
-interface Pool {
-  /** Its label in the metrics. */
-  name: "prepared" | "custom_plan";
-  live: Sql;
-  open: () => Sql;
-  readOnlyTransactions: boolean;
-  availability: DatabaseAvailability;
-  observe: ((statement: PromiseLike<unknown>) => void) | undefined;
-  telemetry: StatementTelemetry | undefined;
-  gate: ConnectionGate;
-}
+/** What a handle stands for: a pool kind, on whichever member serves the request. */
+const handles = new WeakMap<Sql, { cluster: Cluster; kind: PoolKind; telemetry: StatementTelemetry | undefined }>();
 
-const pools = new WeakMap<Sql, Pool>();
-
-/** Between probes while the database answers: a black hole is noticed within this plus the probe's bound. */
-const probeIntervalUpMs = 1000;
-/** Between probes while it does not: it is known to be back within this. */
-const probeIntervalDownMs = 250;
+/** A pool kind's label in the metrics. */
+const poolLabels: Record<PoolKind, string> = { prepared: "prepared", customPlan: "custom_plan" };
 
 /**
- * Opens the pools the service reads through, and starts watching the database's availability. Every statement
+ * Opens the pools the service reads through, on the primary and on each replica (a member each, with
+ * `poolSize` connections of its own), and starts watching their availability and positions. Every statement
  * runs in a read-only transaction (see {@link runQuery}); sessions are read-only by default too, and PostgreSQL
  * itself stops a runaway statement even if the service forgets to.
  */
 export function openDatabase(options: DatabaseOptions): Database {
   assertDriverPatched();
-  const customPlanConnections = Math.max(1, Math.ceil(options.poolSize / 5));
-  // A shared session answers one statement at a time: opening a connection, or the probe, may wait behind any
-  // statement for as long as the statement timeout allows.
-  const connectTimeoutMs = options.sharedSession === true ? options.connectTimeoutMs + options.statementTimeoutMs : options.connectTimeoutMs;
-  const connectTimeoutSeconds = connectTimeoutMs / 1000;
-  const connect = (max: number, prepare: boolean) =>
-    postgres(options.url, {
-      max,
-      prepare,
-      connect_timeout: connectTimeoutSeconds,
-      idle_timeout: 60,
-      max_lifetime: 30 * 60,
-      onnotice: () => {},
-      ...(options.observe && { debug: (_connection: number, text: string) => options.observe?.sent(text) }),
-      connection: {
-        application_name: "tonquery",
-        default_transaction_read_only: true,
-        statement_timeout: options.statementTimeoutMs,
-      },
+  const { replicaUrls, probeIntervalMs, maxReplicaLagMs } = options;
+  // The primary's positions are kept long enough to date any lag up to the bound, and a little more.
+  const lag = new ReplicaLag(maxReplicaLagMs + 2 * probeIntervalMs);
+  const member = (url: string, role: Member["role"]) =>
+    new Member({
+      ...options,
+      url,
+      role,
+      label: redactUrl(url),
+      // Positions matter only to choose between members (probes start once the cluster below exists).
+      ...(replicaUrls.length > 0 && { onPosition: (m, position) => cluster.positionRead(m, position) }),
     });
-
-  const members: Pool[] = [];
-  // A shared session has one unnamed statement and one unnamed portal for all connections: statements from two
-  // connections interleaving their Parse, Bind and Execute (a new connection's type lookup included) would run
-  // each other's (08P01, 34000). It runs one statement at a time anyway, so the service, probe included, sends it
-  // one at a time.
-  const sharedGate = options.sharedSession === true ? new ConnectionGate(1) : undefined;
-  const health = healthProbe(options.url);
-  const probe =
-    sharedGate === undefined
-      ? health.probe
-      : async (timeoutMs: number) => {
-          const release = await sharedGate.acquire(AbortSignal.timeout(timeoutMs), true);
-          try {
-            await health.probe(timeoutMs);
-          } finally {
-            release();
-          }
-        };
-  const availability = new DatabaseAvailability(probe, {
-    timeoutMs: connectTimeoutMs,
-    upIntervalMs: probeIntervalUpMs,
-    downIntervalMs: probeIntervalDownMs,
-    // A connection that lost its peer without a word (a black hole) would stay checked out for good: drop them all.
-    onDown: () => {
-      for (const pool of members) {
-        void pool.live.end({ timeout: 0 });
-        pool.live = pool.open();
-      }
-    },
-    onChange: (up, downMs) => (up ? log.info("database available again", { downMs }) : log.error("database unavailable")),
-  });
-  const handle = (max: number, prepare: boolean): Sql => {
-    const open = () => connect(max, prepare);
-    const live = open();
-    const observe = options.observe && ((statement: PromiseLike<unknown>) => options.observe?.built(statement, prepare));
-    const gate = sharedGate ?? new ConnectionGate(max);
-    const name = prepare ? "prepared" : "custom_plan";
-    const pool: Pool = { name, live, open, readOnlyTransactions: options.sharedSession !== true, availability, observe, telemetry: options.telemetry, gate };
-    members.push(pool);
-    pools.set(live, pool);
-    return live;
+  const primary = member(options.url, "primary");
+  const cluster = new Cluster(
+    primary,
+    replicaUrls.map((url) => member(url, "replica")),
+    lag,
+    maxReplicaLagMs,
+  );
+  const handle = (kind: PoolKind): Sql => {
+    const sql = primary.pools[kind].live;
+    handles.set(sql, { cluster, kind, telemetry: options.telemetry });
+    return sql;
   };
-  const sql = handle(Math.max(1, options.poolSize - customPlanConnections), true);
-  const sqlCustomPlan = handle(customPlanConnections, false);
-  availability.start();
+  const sql = handle("prepared");
+  for (const m of cluster.members) m.start();
   return {
     sql,
-    sqlCustomPlan,
-    availability,
-    poolStates: () =>
-      sharedGate === undefined
-        ? members.map((pool) => ({ pool: pool.name, max: pool.gate.capacity, inUse: pool.gate.inUse, waiting: pool.gate.waiting }))
-        : [{ pool: "shared", max: sharedGate.capacity, inUse: sharedGate.inUse, waiting: sharedGate.waiting }],
+    sqlCustomPlan: handle("customPlan"),
+    availability: primary.availability,
+    // One series per pool kind, summed over the members: the members' pools are alike (poolSize each), and the
+    // per-member split is in memberStats.
+    poolStates: () => {
+      if (options.sharedSession === true) {
+        const gate = primary.pools.prepared.gate;
+        return [{ pool: "shared", max: gate.capacity, inUse: gate.inUse, waiting: gate.waiting }];
+      }
+      return (Object.keys(poolLabels) as PoolKind[]).map((kind) => {
+        const state: PoolState = { pool: poolLabels[kind], max: 0, inUse: 0, waiting: 0 };
+        for (const m of cluster.members) {
+          const { gate } = m.pools[kind];
+          state.max += gate.capacity;
+          state.inUse += gate.inUse;
+          state.waiting += gate.waiting;
+        }
+        return state;
+      });
+    },
+    ready: () => cluster.ready(),
+    route: (signal, minSeqno) => cluster.route(signal, minSeqno),
+    indexSeqno: async (signal) => {
+      if (replicaUrls.length === 0) return undefined;
+      const route = cluster.routeOf(signal);
+      if (route.indexSeqno !== undefined) return route.indexSeqno;
+      const [row] = await runQuery(signal, sql, "index_seqno", (tx) => tx<{ seqno: number }[]>`select seqno from blocks where workchain = -1 order by seqno desc limit 1`);
+      noteIndexSeqno(signal, row?.seqno);
+      return row?.seqno;
+    },
+    memberStats: () => cluster.stats(),
     end: async () => {
-      availability.stop();
-      await Promise.all([...members.map((pool) => pool.live.end({ timeout: 5 })), health.close()]);
+      await Promise.all(cluster.members.map((m) => m.end()));
     },
   };
 }
@@ -194,38 +199,6 @@ function assertDriverPatched(): void {
   if (!readFileSync(connection, "utf8").includes("tonquery patch")) {
     throw new Error(`${fileURLToPath(connection)} lacks patches/postgres+3.4.9.patch: run npm ci (or npx patch-package) without --ignore-scripts`);
   }
-}
-
-/**
- * The availability probe: one round trip on a connection of its own, bounded by `timeoutMs` whatever the network
- * does. The connection is kept while it answers and replaced after a failure, since a hung one never recovers.
- */
-function healthProbe(url: string): { probe: (timeoutMs: number) => Promise<void>; close: () => Promise<void> } {
-  const open = (timeoutMs: number) =>
-    postgres(url, { max: 1, connect_timeout: timeoutMs / 1000, idle_timeout: 0, onnotice: () => {}, connection: { application_name: "tonquery-probe" } });
-  let connection: Sql | undefined;
-  const probe = async (timeoutMs: number) => {
-    connection ??= open(timeoutMs);
-    let timer: NodeJS.Timeout | undefined;
-    // Should the timeout win, the query is rejected later, when its connection is dropped: nobody waits for it then.
-    const answer = connection`select 1`;
-    answer.catch(() => {});
-    try {
-      await Promise.race([
-        answer,
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-        }),
-      ]);
-    } catch (err) {
-      void connection.end({ timeout: 0 });
-      connection = undefined;
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-  return { probe, close: async () => void (await connection?.end({ timeout: 1 })) };
 }
 
 const connectionErrorCodes = new Set([
@@ -272,9 +245,10 @@ export function databaseError(err: unknown): ConnectError {
 }
 
 /**
- * Runs one statement for a request, built by `build` on a connection of `pool` reserved for it, and maps its
- * failures through {@link databaseError}. `statement` names it in the metrics and traces: a fixed name per call
- * site (never built from values), so that the metrics have one series per statement of the code.
+ * Runs one statement for a request, built by `build` on a connection reserved for it, on the member that serves
+ * the request (see Cluster), and maps its failures through {@link databaseError}. `statement` names it in the
+ * metrics and traces: a fixed name per call site (never built from values), so that the metrics have one series
+ * per statement of the code.
  *
  * - The statement runs inside a read-only transaction (BEGIN READ ONLY, the statement and COMMIT are sent in one
  *   write, so this costs no extra round trip): a session default could be turned off by a statement, a
@@ -283,37 +257,82 @@ export function databaseError(err: unknown): ConnectError {
  *   when its turn for a connection comes after that; a statement already sent is left to finish or to hit the
  *   statement timeout, because PostgreSQL's cancel request hits whatever the backend runs when it arrives, which
  *   may already be the next request's statement.
- * - While the database is down the request fails at once with Unavailable, and a statement in flight when it goes
- *   down ends with it rather than with the request's deadline.
+ * - While the member is down the statement fails at once, and a statement in flight when it goes down ends with
+ *   it rather than with the request's deadline. Then, or when its connection fails, or a replica cancels it for
+ *   a conflict with replay, the statement runs again on another member (it only reads; see Cluster for which),
+ *   and the request's later statements follow it there; with no member left it fails with Unavailable.
  */
 export async function runQuery<T extends readonly postgres.MaybeRow[]>(
   signal: AbortSignal,
-  pool: Sql,
+  handle: Sql,
   statement: string,
   build: (sql: Sql) => postgres.PendingQuery<T>,
 ): Promise<postgres.RowList<T>> {
-  const member = pools.get(pool);
-  if (member === undefined) throw new Error("runQuery: not a pool opened by openDatabase");
+  const target = handles.get(handle);
+  if (target === undefined) throw new Error("runQuery: not a pool opened by openDatabase");
   if (signal.aborted) throw abortError(signal);
-  // Fails with Unavailable at once while the database is known to be down.
+  const { cluster, kind, telemetry } = target;
+  const route = cluster.routeOf(signal);
+  for (;;) {
+    const member = cluster.memberFor(route);
+    if (member === undefined) throw new ConnectError("database unavailable", Code.Unavailable);
+    member.inFlight++;
+    try {
+      const rows = await runOn(signal, member, member.pools[kind], statement, build, telemetry);
+      route.read();
+      return rows;
+    } catch (err) {
+      if (!(err instanceof ConnectError) || signal.aborted || !mayRunElsewhere(err) || !cluster.reroute(route, member)) throw err;
+    } finally {
+      member.inFlight--;
+    }
+  }
+}
+
+/**
+ * A statement that has just run under `signal` read the newest masterchain block of its member (masterchainInfo):
+ * that seqno bounds what the request has read so far, so its X-Index-Seqno costs no further statement.
+ */
+export function noteIndexSeqno(signal: AbortSignal, seqno: number | undefined): void {
+  if (seqno !== undefined) routeOfRequest(signal)?.bounded(seqno);
+}
+
+/** A failure another member may not share: the member is down or its connection failed, or replay cancelled the statement. */
+function mayRunElsewhere(error: ConnectError): boolean {
+  return error.code === Code.Unavailable || errorCode(error.cause) === recoveryConflict;
+}
+
+/** SQLSTATE 40001 on a replica: the statement was cancelled because replay had to remove rows it could still see. */
+const recoveryConflict = "40001";
+
+async function runOn<T extends readonly postgres.MaybeRow[]>(
+  signal: AbortSignal,
+  member: Member,
+  pool: Pool,
+  statement: string,
+  build: (sql: Sql) => postgres.PendingQuery<T>,
+  telemetry: StatementTelemetry | undefined,
+): Promise<postgres.RowList<T>> {
+  // Fails with Unavailable at once while the member is known to be down.
   await member.availability.ready();
   const stop = AbortSignal.any([signal, member.availability.downSignal]);
   let release: () => void;
   try {
-    release = await member.gate.acquire(stop, isUrgent(signal));
+    release = await pool.gate.acquire(stop, isUrgent(signal));
   } catch (err) {
     throw failure(member, stop, err);
   }
   let running: Promise<postgres.RowList<T>>;
   try {
     // Holding a permit, the connection is free at once (see ConnectionGate).
-    const connection = await member.live.reserve();
+    const connection = await pool.live.reserve();
     if (stop.aborted) {
       // Opening the connection took long enough for the request to end: it is not started.
       connection.release();
       throw abortError(stop);
     }
-    running = runReserved(connection, statement, build, member);
+    member.counts.statements++;
+    running = runReserved(connection, statement, build, pool, telemetry);
   } catch (err) {
     release();
     throw failure(member, stop, err);
@@ -333,13 +352,14 @@ async function runReserved<T extends readonly postgres.MaybeRow[]>(
   connection: postgres.ReservedSql,
   name: string,
   build: (sql: Sql) => postgres.PendingQuery<T>,
-  member: Pool,
+  pool: Pool,
+  telemetry: StatementTelemetry | undefined,
 ): Promise<postgres.RowList<T>> {
   try {
     const built = build(connection);
-    member.observe?.(built);
-    const ended = member.telemetry?.statementStarted(name);
-    if (!member.readOnlyTransactions) {
+    pool.observe?.(built);
+    const ended = telemetry?.statementStarted(name);
+    if (!pool.readOnlyTransactions) {
       try {
         const rows = await built;
         ended?.();
@@ -365,7 +385,7 @@ async function runReserved<T extends readonly postgres.MaybeRow[]>(
 }
 
 /** The error a statement ends with: the signal's when it fired, else the database's (a connection failure prompts a probe). */
-function failure(member: Pool, stop: AbortSignal, err: unknown): ConnectError {
+function failure(member: Member, stop: AbortSignal, err: unknown): ConnectError {
   if (stop.aborted) return abortError(stop);
   const error = databaseError(err);
   if (error.code === Code.Unavailable) member.availability.suspect();

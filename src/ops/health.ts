@@ -27,10 +27,16 @@ const reportedServices = ["", TonQueryService.typeName];
  */
 export class ServiceHealth {
   readonly #availability: DatabaseAvailability;
+  readonly #ready: () => Promise<void>;
   readonly #draining = new AbortController();
 
-  constructor(availability: DatabaseAvailability) {
+  /**
+   * `availability` is the primary's, whose changes Watch follows; `ready` (Database.ready) answers Check, List and
+   * the HTTP probes: with replicas any member that keeps up can serve, so a primary outage alone is not unready.
+   */
+  constructor(availability: DatabaseAvailability, ready: () => Promise<void> = () => availability.ready()) {
     this.#availability = availability;
+    this.#ready = ready;
   }
 
   /**
@@ -54,7 +60,7 @@ export class ServiceHealth {
   }
 
   #databaseAnswers(): Promise<boolean> {
-    return this.#availability.ready().then(
+    return this.#ready().then(
       () => true,
       () => false,
     );

@@ -1,0 +1,251 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runQuery } from "../src/db/client.ts";
+import type { MemberStats } from "../src/db/replicas.ts";
+import { loadDemoDataset } from "../src/demo/dataset.ts";
+import { readSchema } from "../src/embedded/pglite.ts";
+import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/index-freshness.ts";
+import { type ClusterNode, type ReplicaCluster, replicaClusterUnsupported, startReplicaCluster } from "./support/replica-cluster.ts";
+import { startTestServer, type TestServer } from "./support/server.ts";
+
+// The service on a real primary with two streaming replicas (PostgreSQL's own binaries, see replica-cluster.ts):
+// reads spread over the replicas, a replica killed under load, one whose replay is paused, and the client's
+// read-your-index rule (X-Index-Seqno sent back as X-Min-Index-Seqno).
+
+const onPglite = process.env.TEST_DATABASE === "pglite";
+const unsupported = onPglite ? undefined : await replicaClusterUnsupported(["pg_stat_statements"]);
+if (unsupported !== undefined) {
+  if (process.env.CI) throw new Error(`CI must run the replica tests against real streaming replication, but ${unsupported}`);
+  console.warn(`test/replicas.test.ts skipped: ${unsupported}`);
+}
+if (onPglite) console.warn("test/replicas.test.ts skipped: TEST_DATABASE=pglite, and replication needs real PostgreSQL servers (the PostgreSQL run covers it)");
+
+/** A recorded wallet transfer of the demo dataset: a trace with transactions, messages and actions. */
+const demoTxHash = "79a9866494c57ea5a8457e4c80194b665276d37ef609488beae12d2a1ef1794f";
+const paths = [
+  "/api/v3/masterchainInfo",
+  `/api/v3/adjacentTransactions?hash=${demoTxHash}&direction=out`,
+  `/api/v3/traces?tx_hash=${demoTxHash}&include_actions=true`,
+];
+/** runQuery opens a read-only transaction for every statement of the service (probes open none): one call per statement. */
+const serviceStatements = "select coalesce(sum(calls), 0)::int as n from pg_stat_statements where lower(query) = 'begin read only'";
+
+describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming replicas", () => {
+  let cluster: ReplicaCluster;
+  /** MAX_REPLICA_LAG_MS 600: a replica paused for a second is out. */
+  let strict: TestServer;
+  /** MAX_REPLICA_LAG_MS of ten minutes: a paused replica stays in, and only the client's header keeps it fresh. */
+  let lenient: TestServer;
+  let primary: ClusterNode;
+  let replica1: ClusterNode;
+  let replica2: ClusterNode;
+
+  beforeAll(async () => {
+    cluster = await startReplicaCluster({
+      replicas: 2,
+      settings: ["shared_preload_libraries = 'pg_stat_statements'"],
+      load: async (admin) => {
+        await admin.unsafe(await readSchema());
+        await loadDemoDataset(admin);
+        await admin.unsafe("create extension pg_stat_statements");
+      },
+    });
+    primary = cluster.primary;
+    [replica1, replica2] = cluster.replicas as [ClusterNode, ClusterNode];
+    const env = (maxLagMs: number) => ({
+      DATABASE_URL: primary.url,
+      DATABASE_REPLICA_URLS: cluster.replicas.map((r) => r.url).join(","),
+      DB_PROBE_INTERVAL_MS: "100",
+      MAX_REPLICA_LAG_MS: String(maxLagMs),
+    });
+    strict = await startTestServer(primary.url, env(600));
+    lenient = await startTestServer(primary.url, env(600_000));
+    await until(() => serving(strict, replica1) && serving(strict, replica2) && serving(lenient, replica1) && serving(lenient, replica2), "replicas serving");
+  });
+  afterAll(async () => {
+    await strict?.close();
+    await lenient?.close();
+    await cluster?.close();
+  });
+
+  const member = (server: TestServer, node: ClusterNode): MemberStats => {
+    const found = server.db.memberStats().find((m) => m.url.includes(`:${node.port}/`));
+    if (found === undefined) throw new Error(`no member on port ${node.port}`);
+    return found;
+  };
+  const serving = (server: TestServer, node: ClusterNode) => member(server, node).serving;
+  const statementsOn = async (node: ClusterNode) => Number((await cluster.query(node, serviceStatements))[0]?.n);
+  const lastSeqno = (body: unknown) => (body as { last: { seqno: number } }).last.seqno;
+  const masterchainInfo = async (server: TestServer, minSeqno?: number) => {
+    const response = await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, {
+      headers: minSeqno === undefined ? {} : { [minIndexSeqnoHeader]: String(minSeqno) },
+    });
+    expect(response.status).toBe(200);
+    return { last: lastSeqno(await response.json()), indexSeqno: Number(response.headers.get(indexSeqnoHeader)) };
+  };
+  /** A new masterchain block on the primary, as the indexer would add it: the newest one again, one seqno up. */
+  const writeBlock = async (): Promise<number> => {
+    const [row] = await cluster.admin.begin(async (tx) => {
+      await tx`create temp table next_block on commit drop as select * from blocks where workchain = -1 order by seqno desc limit 1`;
+      await tx`update next_block set seqno = seqno + 1`;
+      return tx<{ seqno: number }[]>`insert into blocks select * from next_block returning seqno`;
+    });
+    return row?.seqno as number;
+  };
+
+  it("spreads requests over the replicas and leaves the primary alone", async () => {
+    const before = await Promise.all([primary, replica1, replica2].map(statementsOn));
+    const requestsBefore = [primary, replica1, replica2].map((n) => member(strict, n).requests);
+    const answers = [];
+    for (let i = 0; i < 30; i++) answers.push(await strict.rest(paths[i % paths.length] as string));
+    expect(answers.filter((a) => a.status !== 200)).toEqual([]);
+
+    // What the replicas' own statistics say, not only the service's counters.
+    const after = await Promise.all([primary, replica1, replica2].map(statementsOn));
+    const ran = after.map((n, i) => n - (before[i] as number));
+    expect(ran[0]).toBe(0);
+    expect(ran[1]).toBeGreaterThanOrEqual(10);
+    expect(ran[2]).toBeGreaterThanOrEqual(10);
+    const requests = [primary, replica1, replica2].map((n, i) => member(strict, n).requests - (requestsBefore[i] as number));
+    expect(requests[0]).toBe(0);
+    expect((requests[1] as number) + (requests[2] as number)).toBe(30);
+    expect(requests[1]).toBeGreaterThanOrEqual(10);
+    expect(requests[2]).toBeGreaterThanOrEqual(10);
+    expect(member(strict, replica1).seqno).toBe(lastSeqno(answers[0]?.body));
+  });
+
+  it("skips a killed replica without failing a request, moves the statement it ran, and sends a request that read from it to the primary", async () => {
+    // A request that has read from the replica about to be killed: its next statement must not go to the other
+    // replica, which may be further behind than what it read.
+    let halfDone = new AbortController().signal;
+    const port = (signal: AbortSignal) => runQuery(signal, strict.db.sql, "test_server_port", (tx) => tx<{ port: number }[]>`select inet_server_port() as port`);
+    for (let i = 0; i < 4 && (await port(halfDone))[0]?.port !== replica1.port; i++) halfDone = new AbortController().signal;
+    expect(await port(halfDone)).toEqual([{ port: replica1.port }]);
+    // One statement on each replica (each goes to the member with fewer in flight), still running at the kill.
+    const sleepers = [0, 1].map(() => runQuery(new AbortController().signal, strict.db.sql, "test_sleep", (tx) => tx`select pg_sleep(0.8)::text as slept`));
+    const until_ = Date.now() + 2000;
+    const loops = Array.from({ length: 3 }, async (_, i) => {
+      const statuses: number[] = [];
+      for (let n = i; Date.now() < until_; n++) statuses.push((await strict.rest(paths[n % paths.length] as string)).status);
+      return statuses;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const killedAt = Date.now();
+    await cluster.stop(replica1, "immediate");
+    await until(() => !member(strict, replica1).up, "the killed replica marked down");
+    const detectedMs = Date.now() - killedAt;
+    const servedWhenDetected = member(strict, replica1).requests;
+
+    expect(await port(halfDone)).toEqual([{ port: primary.port }]);
+
+    const statuses = (await Promise.all(loops)).flat();
+    expect(await Promise.all(sleepers)).toEqual([[{ slept: "" }], [{ slept: "" }]]);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(statuses.length).toBeGreaterThan(30);
+    const killed = member(strict, replica1);
+    expect(killed.failovers).toBeGreaterThanOrEqual(1);
+    expect(killed.requests).toBe(servedWhenDetected);
+    console.info(`replica killed: marked down ${detectedMs} ms after pg_ctl stop -m immediate was started; ${statuses.length} requests across the kill, none failed; ${killed.failovers} statements moved`);
+  });
+
+  it("takes the restarted replica back", async () => {
+    await cluster.start(replica1);
+    await until(() => serving(strict, replica1), "the restarted replica serving");
+    const before = member(strict, replica1).requests;
+    for (let i = 0; i < 10; i++) expect((await strict.rest(paths[i % paths.length] as string)).status).toBe(200);
+    expect(member(strict, replica1).requests).toBeGreaterThan(before);
+  });
+
+  describe("a replica whose replay is paused", () => {
+    let oldSeqno: number;
+    let newSeqno: number;
+    beforeAll(async () => {
+      await cluster.caughtUp();
+      oldSeqno = (await masterchainInfo(strict)).last;
+      await cluster.query(replica2, "select pg_wal_replay_pause()");
+      newSeqno = await writeBlock();
+      await cluster.caughtUp([replica1]);
+    });
+
+    it("is not used once it is over MAX_REPLICA_LAG_MS behind", async () => {
+      expect(newSeqno).toBe(oldSeqno + 1);
+      await until(() => !serving(strict, replica2), "the paused replica out");
+      const before = member(strict, replica2).requests;
+      for (let i = 0; i < 20; i++) expect((await masterchainInfo(strict)).last).toBe(newSeqno);
+      expect(member(strict, replica2).requests).toBe(before);
+      expect(member(strict, replica2).lagMs).toBeGreaterThan(600);
+    });
+
+    it("never takes a client that sends X-Min-Index-Seqno back to an older index", async () => {
+      // Within the lenient bound the paused replica serves: without the header a client sees `last` go back and forth.
+      await until(() => serving(lenient, replica1) && serving(lenient, replica2), "both replicas serving the lenient server");
+      const plain = new Set<number>();
+      for (let i = 0; i < 10; i++) plain.add((await masterchainInfo(lenient)).last);
+      expect(plain).toEqual(new Set([oldSeqno, newSeqno]));
+
+      // A client that sends back what it was told never goes back, once it has seen the new block.
+      let told: number | undefined;
+      let highest = 0;
+      const seen: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const { last, indexSeqno } = await masterchainInfo(lenient, told);
+        expect(indexSeqno).toBeGreaterThanOrEqual(last);
+        expect(last).toBeGreaterThanOrEqual(highest);
+        highest = last;
+        told = indexSeqno;
+        seen.push(last);
+      }
+      expect(seen).toContain(newSeqno);
+      expect(seen.slice(seen.indexOf(newSeqno))).toEqual(Array(20 - seen.indexOf(newSeqno)).fill(newSeqno));
+
+      // The same over the RPC doors, with the header in the call's metadata.
+      for (const protocol of ["connect", "grpc"] as const) {
+        for (let i = 0; i < 6; i++) {
+          let header: string | null = null;
+          const response = await lenient.client(protocol).getMasterchainInfo(
+            {},
+            { headers: { [minIndexSeqnoHeader]: String(newSeqno) }, onHeader: (h) => (header = h.get(indexSeqnoHeader)) },
+          );
+          expect(response.last?.seqno).toBe(newSeqno);
+          expect(header).toBe(String(newSeqno));
+        }
+      }
+    });
+
+    it("sends a client asking for more than any replica is known to hold to the primary", async () => {
+      const before = member(lenient, primary).requests;
+      const { last } = await masterchainInfo(lenient, newSeqno + 1000);
+      expect(last).toBe(newSeqno);
+      expect(member(lenient, primary).requests).toBe(before + 1);
+    });
+
+    it("is used again once replay resumes", async () => {
+      await cluster.query(replica2, "select pg_wal_replay_resume()");
+      await cluster.caughtUp([replica2]);
+      await until(() => serving(strict, replica2), "the resumed replica serving");
+      const before = member(strict, replica2).requests;
+      for (let i = 0; i < 10; i++) expect((await masterchainInfo(strict)).last).toBe(newSeqno);
+      expect(member(strict, replica2).requests).toBeGreaterThan(before);
+    });
+  });
+
+  it("serves from the primary when no replica can", async () => {
+    await cluster.stop(replica1, "fast");
+    await cluster.query(replica2, "select pg_wal_replay_pause()");
+    const newest = await writeBlock();
+    await until(() => !member(strict, replica1).up && !serving(strict, replica2), "no replica serving");
+    const before = await statementsOn(primary);
+    for (let i = 0; i < 10; i++) expect((await masterchainInfo(strict)).last).toBe(newest);
+    expect(await statementsOn(primary)).toBeGreaterThanOrEqual(before + 10);
+    expect(await strict.rest("/healthz")).toMatchObject({ status: 200 });
+    await cluster.query(replica2, "select pg_wal_replay_resume()");
+  });
+});
+
+/** Polls `condition` every 20 ms; fails after 15 s, naming what it waited for. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
