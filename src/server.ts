@@ -39,10 +39,14 @@ const errorInterceptor: Interceptor = (next) => async (request) => {
 export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Server {
   const shutdown = new AbortController();
   const service = createTonQueryService(deps);
-  deps.telemetry.metrics.watchDatabase(() => deps.db.poolStates(), () => !deps.db.availability.downSignal.aborted);
+  deps.telemetry.metrics.watchDatabase(
+    () => deps.db.poolStates(),
+    () => !deps.db.availability.downSignal.aborted,
+    () => deps.db.memberStats(),
+  );
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
-  const health = new ServiceHealth(deps.db.availability, () => deps.db.ready());
+  const health = new ServiceHealth(deps.db);
   // GET-only endpoints beside the REST paths.
   const endpoints = new Map<string, HttpHandler>([
     ...health.httpProbes(),

@@ -1,9 +1,12 @@
+import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../gen/health/v1/health_pb.ts";
 import { runQuery } from "../src/db/client.ts";
 import type { MemberStats } from "../src/db/replicas.ts";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { readSchema } from "../src/embedded/pglite.ts";
 import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/index-freshness.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
 import { type ClusterNode, type ReplicaCluster, replicaClusterUnsupported, startReplicaCluster } from "./support/replica-cluster.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
@@ -73,6 +76,26 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     return found;
   };
   const serving = (server: TestServer, node: ClusterNode) => member(server, node).serving;
+  /** The member's series of /metrics, as Prometheus would read them. */
+  const memberMetrics = async (server: TestServer, node: ClusterNode) => {
+    const scrape = await scrapeMetrics(server.baseUrl);
+    const label = { member: member(server, node).url };
+    const value = (name: string) => {
+      const samples = scrape.samples(name, label);
+      return samples.length === 1 ? Number(samples[0]?.value) : undefined;
+    };
+    return {
+      role: scrape.samples("tonquery_db_member_up", label)[0]?.labels?.role,
+      types: [scrape.type("tonquery_db_member_requests_total"), scrape.type("tonquery_db_member_lag_seconds")],
+      up: value("tonquery_db_member_up"),
+      serving: value("tonquery_db_member_serving"),
+      lagSeconds: value("tonquery_db_member_lag_seconds"),
+      seqno: value("tonquery_db_member_index_seqno"),
+      requests: value("tonquery_db_member_requests_total"),
+      statements: value("tonquery_db_member_statements_total"),
+      failovers: value("tonquery_db_member_failovers_total"),
+    };
+  };
   const statementsOn = async (node: ClusterNode) => Number((await cluster.query(node, serviceStatements))[0]?.n);
   const lastSeqno = (body: unknown) => (body as { last: { seqno: number } }).last.seqno;
   const masterchainInfo = async (server: TestServer, minSeqno?: number) => {
@@ -95,6 +118,7 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
   it("spreads requests over the replicas and leaves the primary alone", async () => {
     const before = await Promise.all([primary, replica1, replica2].map(statementsOn));
     const requestsBefore = [primary, replica1, replica2].map((n) => member(strict, n).requests);
+    const scrapedBefore = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(strict, n)));
     const answers = [];
     for (let i = 0; i < 30; i++) answers.push(await strict.rest(paths[i % paths.length] as string));
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
@@ -111,6 +135,18 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     expect(requests[1]).toBeGreaterThanOrEqual(10);
     expect(requests[2]).toBeGreaterThanOrEqual(10);
     expect(member(strict, replica1).seqno).toBe(lastSeqno(answers[0]?.body));
+
+    // The same split as /metrics publishes it, per member.
+    const scraped = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(strict, n)));
+    expect(scraped.map((m) => m.role)).toEqual(["primary", "replica", "replica"]);
+    expect(scraped[0]?.types).toEqual(["COUNTER", "GAUGE"]);
+    expect(scraped.map((m, i) => (m.requests as number) - (scrapedBefore[i]?.requests as number))).toEqual(requests);
+    for (const m of scraped) {
+      expect(m).toMatchObject({ up: 1, serving: 1, seqno: lastSeqno(answers[0]?.body) });
+      expect(m.lagSeconds).toBeGreaterThanOrEqual(0);
+      expect(m.lagSeconds).toBeLessThan(0.6);
+    }
+    expect((scraped[1]?.statements as number) - (scrapedBefore[1]?.statements as number)).toBeGreaterThanOrEqual(ran[1] as number);
   });
 
   it("skips a killed replica without failing a request, moves the statement it ran, and sends a request that read from it to the primary", async () => {
@@ -144,6 +180,7 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     const killed = member(strict, replica1);
     expect(killed.failovers).toBeGreaterThanOrEqual(1);
     expect(killed.requests).toBe(servedWhenDetected);
+    expect(await memberMetrics(strict, replica1)).toMatchObject({ up: 0, serving: 0, failovers: killed.failovers, requests: killed.requests });
     console.info(`replica killed: marked down ${detectedMs} ms after pg_ctl stop -m immediate was started; ${statuses.length} requests across the kill, none failed; ${killed.failovers} statements moved`);
   });
 
@@ -173,6 +210,10 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
       for (let i = 0; i < 20; i++) expect((await masterchainInfo(strict)).last).toBe(newSeqno);
       expect(member(strict, replica2).requests).toBe(before);
       expect(member(strict, replica2).lagMs).toBeGreaterThan(600);
+      const scraped = await memberMetrics(strict, replica2);
+      expect(scraped).toMatchObject({ up: 1, serving: 0, seqno: oldSeqno });
+      expect(scraped.lagSeconds).toBeGreaterThan(0.6);
+      expect(await memberMetrics(strict, replica1)).toMatchObject({ serving: 1, seqno: newSeqno });
     });
 
     it("never takes a client that sends X-Min-Index-Seqno back to an older index", async () => {
@@ -238,6 +279,43 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     expect(await statementsOn(primary)).toBeGreaterThanOrEqual(before + 10);
     expect(await strict.rest("/healthz")).toMatchObject({ status: 200 });
     await cluster.query(replica2, "select pg_wal_replay_resume()");
+  });
+
+  it("reports health for the cluster, not the primary: SERVING while a replica serves, NOT_SERVING when no member can", async () => {
+    // replica1 is stopped (previous test); replica2 resumed replay and catches up.
+    await cluster.caughtUp([replica2]);
+    await until(() => serving(strict, replica2), "replica2 serving");
+    const health = createClient(Health, strict.transport("grpc"));
+    const stop = new AbortController();
+    const statuses: ServingStatus[] = [];
+    const stream = (async () => {
+      for await (const { status } of health.watch({ service: "" }, { signal: stop.signal })) statuses.push(status);
+    })().catch(() => {});
+    try {
+      await until(() => statuses.length > 0, "the first Watch status");
+      expect(statuses).toEqual([ServingStatus.SERVING]);
+
+      await cluster.stop(primary, "fast");
+      await until(() => !member(strict, primary).up, "the primary marked down");
+      // A probe or two later the replica still serves: the primary's outage alone changes nothing a client sees.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(serving(strict, replica2)).toBe(true);
+      expect((await health.check({ service: "" })).status).toBe(ServingStatus.SERVING);
+      expect(await strict.rest("/readyz")).toMatchObject({ status: 200 });
+      expect((await strict.rest("/api/v3/masterchainInfo")).status).toBe(200);
+      expect(statuses).toEqual([ServingStatus.SERVING]);
+
+      await cluster.stop(replica2, "fast");
+      await until(() => statuses.at(-1) === ServingStatus.NOT_SERVING, "Watch NOT_SERVING with no member left");
+      expect((await health.check({ service: "" })).status).toBe(ServingStatus.NOT_SERVING);
+
+      await cluster.start(primary);
+      await until(() => statuses.at(-1) === ServingStatus.SERVING, "Watch SERVING again with the primary back");
+      expect(statuses).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING]);
+    } finally {
+      stop.abort();
+      await stream;
+    }
   });
 });
 

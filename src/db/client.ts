@@ -80,6 +80,10 @@ export interface Database {
   poolStates(): PoolState[];
   /** Resolves when some member can serve reads; fails fast with Unavailable while none can. */
   ready(): Promise<void>;
+  /** Whether some member can serve reads, as last probed (no probing): what ready() would find without waiting. */
+  serving(): boolean;
+  /** Calls `listener` whenever serving() may have changed, until the returned function is called. */
+  onServingChange(listener: () => void): () => void;
   /**
    * Where the statements run under `signal` (one request's) go: to a member known to hold at least masterchain
    * block `minSeqno` when given.
@@ -173,6 +177,8 @@ export function openDatabase(options: DatabaseOptions): Database {
       });
     },
     ready: () => cluster.ready(),
+    serving: () => cluster.canServe(),
+    onServingChange: (listener) => cluster.subscribe(listener),
     route: (signal, minSeqno) => cluster.route(signal, minSeqno),
     indexSeqno: async (signal) => {
       if (replicaUrls.length === 0) return undefined;

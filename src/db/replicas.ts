@@ -33,6 +33,7 @@ export class Cluster {
   readonly #maxLagMs: number;
   /** Whether each replica was serving at its last probe: a change is logged. */
   readonly #serving = new Map<Member, boolean>();
+  readonly #listeners = new Set<() => void>();
   #turn = 0;
 
   constructor(primary: Member, replicas: readonly Member[], lag: ReplicaLag, maxLagMs: number) {
@@ -40,6 +41,20 @@ export class Cluster {
     this.replicas = replicas;
     this.#lag = lag;
     this.#maxLagMs = maxLagMs;
+    for (const member of this.members) member.availability.subscribe(() => this.#changed());
+  }
+
+  /**
+   * Calls `listener` whenever whether the cluster can serve may have changed (a member went down or came back, a
+   * replica fell behind or caught up), until the returned function is called: a health Watch stream follows it.
+   */
+  subscribe(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
   }
 
   get members(): readonly Member[] {
@@ -101,9 +116,9 @@ export class Cluster {
 
   /** Resolves when some member can serve reads; while none can, probes them (once, shared) and fails fast. */
   async ready(): Promise<void> {
-    if (this.#canServe()) return;
+    if (this.canServe()) return;
     await Promise.any(this.members.map((member) => member.availability.ready())).catch(() => {});
-    if (!this.#canServe()) throw unavailable("database unavailable");
+    if (!this.canServe()) throw unavailable("database unavailable");
   }
 
   /** A probe read `member`'s position: the primary's feeds the lag of the replicas, a replica's may change its state. */
@@ -116,6 +131,7 @@ export class Cluster {
     if (this.#serving.get(member) === serving) return;
     const first = !this.#serving.has(member);
     this.#serving.set(member, serving);
+    this.#changed();
     const lagMs = this.#lag.lagMs(position, position.at);
     if (serving && !first) log.info("replica serving again", { url: member.label, lagMs });
     if (!serving && member.up) log.warn("replica behind, not serving", { url: member.label, lagMs: Number.isFinite(lagMs) ? lagMs : null, maxLagMs: this.#maxLagMs });
@@ -139,7 +155,8 @@ export class Cluster {
     });
   }
 
-  #canServe(): boolean {
+  /** Whether some member can serve reads now, as the probes last found them (no probing). */
+  canServe(): boolean {
     const now = Date.now();
     return this.primary.up || this.replicas.some((replica) => this.serves(replica, now));
   }

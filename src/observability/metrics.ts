@@ -20,6 +20,21 @@ export interface PoolState {
   waiting: number;
 }
 
+/** One database member's state at scrape time (see Database.memberStats). */
+export interface MemberState {
+  role: "primary" | "replica";
+  /** Its URL without the password: the member's label. */
+  url: string;
+  up: boolean;
+  serving: boolean;
+  lagMs: number | null;
+  seqno: number | null;
+  inFlight: number;
+  requests: number;
+  statements: number;
+  failovers: number;
+}
+
 /** What the admission queue reports as it works. */
 export interface AdmissionRecorder {
   /** A request got its slots (or gave up waiting) after `seconds` in the queue. */
@@ -53,6 +68,7 @@ export class Metrics implements AdmissionRecorder {
   #admission: (() => AdmissionState) | undefined;
   #pools: (() => readonly PoolState[]) | undefined;
   #databaseUp: (() => boolean) | undefined;
+  #members: (() => readonly MemberState[]) | undefined;
 
   constructor() {
     const registers = [this.registry];
@@ -141,15 +157,55 @@ export class Metrics implements AdmissionRecorder {
         if (up !== undefined) this.set(up ? 1 : 0);
       },
     });
+
+    // Per member of the cluster (the primary and each DATABASE_REPLICA_URLS entry). The members count their own
+    // requests and statements; the counters below copy those totals at scrape time, which keeps the routing free
+    // of metric calls and the totals equal to what the routing decided.
+    const memberLabels = ["member", "role"] as const;
+    const memberLabel = (m: MemberState) => ({ member: m.url, role: m.role });
+    const memberGauge = (name: string, help: string, value: (m: MemberState) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: memberLabels,
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.#members?.() ?? []) {
+            const v = value(m);
+            if (v !== null) this.set(memberLabel(m), v);
+          }
+        },
+      });
+    const memberCounter = (name: string, help: string, value: (m: MemberState) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: memberLabels,
+        registers,
+        collect() {
+          this.reset();
+          for (const m of metrics.#members?.() ?? []) this.inc(memberLabel(m), value(m));
+        },
+      });
+    memberGauge("tonquery_db_member_up", "1 while the member's last probe or statement found it answering, by member (URL without password) and role.", (m) => (m.up ? 1 : 0));
+    memberGauge("tonquery_db_member_serving", "1 while the member takes new requests: up and, for a replica, within MAX_REPLICA_LAG_MS of the primary.", (m) => (m.serving ? 1 : 0));
+    memberGauge("tonquery_db_member_lag_seconds", "How far the member's replay is behind the primary's WAL, dated by the primary's positions (0 for the primary; absent while unknown).", (m) => (m.lagMs === null ? null : m.lagMs / 1000));
+    memberGauge("tonquery_db_member_index_seqno", "The newest masterchain block seqno the member is known to hold (absent while unknown).", (m) => m.seqno);
+    memberGauge("tonquery_db_member_requests_in_flight", "Requests whose statements currently go to the member.", (m) => m.inFlight);
+    memberCounter("tonquery_db_member_requests_total", "Requests routed to the member (a request reads from one member, unless it fails over).", (m) => m.requests);
+    memberCounter("tonquery_db_member_statements_total", "Statements the member ran.", (m) => m.statements);
+    memberCounter("tonquery_db_member_failovers_total", "Statements moved from the member to another after it failed to answer.", (m) => m.failovers);
   }
 
   watchAdmission(state: () => AdmissionState): void {
     this.#admission = state;
   }
 
-  watchDatabase(pools: () => readonly PoolState[], up: () => boolean): void {
+  watchDatabase(pools: () => readonly PoolState[], up: () => boolean, members: () => readonly MemberState[]): void {
     this.#pools = pools;
     this.#databaseUp = up;
+    this.#members = members;
   }
 
   requestEnded(door: Door, operation: string, code: string, seconds: number): void {

@@ -8,7 +8,7 @@ import {
   HealthCheckResponseSchema,
 } from "../../gen/health/v1/health_pb.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
-import type { DatabaseAvailability } from "../db/availability.ts";
+import type { Database } from "../db/client.ts";
 import { sendJson } from "../rest/router.ts";
 import type { HttpHandler } from "../single-port.ts";
 
@@ -16,6 +16,9 @@ import type { HttpHandler } from "../single-port.ts";
 // Kubernetes deployment points at. No maintained package serves grpc.health.v1 through a connect-es v2 router
 // (grpc-health-check serves it on a @grpc/grpc-js server), so the service is written here, over the protocol's own
 // definitions as grpc-health-check ships them (generated into gen/health/, see buf.gen.yaml).
+
+/** What health needs of the database (see Database). */
+export type DatabaseReadiness = Pick<Database, "ready" | "serving" | "onServingChange">;
 
 /** The services whose health is reported: the server as a whole ("", by the protocol's convention) and the typed API. */
 const reportedServices = ["", TonQueryService.typeName];
@@ -26,17 +29,15 @@ const reportedServices = ["", TonQueryService.typeName];
  * another matter: a process whose database is away is alive, and restarting it would not bring the database back.
  */
 export class ServiceHealth {
-  readonly #availability: DatabaseAvailability;
-  readonly #ready: () => Promise<void>;
+  readonly #db: DatabaseReadiness;
   readonly #draining = new AbortController();
 
   /**
-   * `availability` is the primary's, whose changes Watch follows; `ready` (Database.ready) answers Check, List and
-   * the HTTP probes: with replicas any member that keeps up can serve, so a primary outage alone is not unready.
+   * With replicas any member that keeps up can serve, so a primary outage alone is not unready: Check, List, the
+   * HTTP probes and Watch all follow the cluster, not one member.
    */
-  constructor(availability: DatabaseAvailability, ready: () => Promise<void> = () => availability.ready()) {
-    this.#availability = availability;
-    this.#ready = ready;
+  constructor(db: DatabaseReadiness) {
+    this.#db = db;
   }
 
   /**
@@ -60,7 +61,7 @@ export class ServiceHealth {
   }
 
   #databaseAnswers(): Promise<boolean> {
-    return this.#ready().then(
+    return this.#db.ready().then(
       () => true,
       () => false,
     );
@@ -90,7 +91,7 @@ export class ServiceHealth {
     const known = reportedServices.includes(request.service);
     let wake = () => {};
     const nudge = () => wake();
-    const unsubscribe = this.#availability.subscribe(nudge);
+    const unsubscribe = this.#db.onServingChange(nudge);
     context.signal.addEventListener("abort", nudge);
     this.#draining.signal.addEventListener("abort", nudge);
     try {
@@ -100,7 +101,7 @@ export class ServiceHealth {
         const changed = new Promise<void>((resolve) => (wake = resolve));
         const status = !known
           ? ServingStatus.SERVICE_UNKNOWN
-          : this.#availability.up && !this.#draining.signal.aborted
+          : this.#db.serving() && !this.#draining.signal.aborted
             ? ServingStatus.SERVING
             : ServingStatus.NOT_SERVING;
         if (status !== sent) {
