@@ -265,7 +265,7 @@ async function main(): Promise<number> {
   await server.stop();
   const peakRssMb = Math.max(memory.hwmMb, endedPeakMb);
 
-  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes, mixed);
+  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes, mixed, config.requestTimeoutMs);
   const finishedAt = new Date();
   const cpus = os.cpus();
   const { databaseUrl, ...rest } = options;

@@ -89,12 +89,17 @@ export interface BenchResult {
 }
 
 export const targetsSpec = {
-  floorRatio: 1.5,
+  /** Issue 14: p50 over the SQL floor at concurrency 1, for the trace, adjacentTransactions and blockTransactionsExt cases. */
+  floorRatio: { rest: 1.3, rpc: 1.5 },
+  floorRatioOps: ["traces", "adjacentTransactions", "getBlockTransactionsExt"],
   hotVsCold: 2,
-  masterchainInfoRps: 3000,
+  masterchainInfoRps: 4000,
+  masterchainInfoConcurrency: 16,
   limit100P50Ms: 100,
   limit100Transactions: 2_000_000,
   rssMb: 300,
+  /** The concurrency at which no request may be shed at the deadline, unless the floor alone takes that long. */
+  deadlineConcurrency: 16,
   /** p99 of every probe of a mixed-load scenario, at the default 6 heavy clients. */
   mixedProbeP99Ms: 100,
 };
@@ -125,6 +130,16 @@ export function mixedText(r: MixedLoadResult): string {
   return lines.join("\n");
 }
 
+/**
+ * Why a run missed its floor bound, from what the run measured: the time over the floor, and the server's own CPU per
+ * request next to what the bound leaves it (at concurrency 1 the server's work adds to the floor's).
+ */
+function floorGapReason(run: RunResult, floor: RunResult, bound: number): string {
+  const over = run.stats.p50 - floor.stats.p50;
+  const allowed = (bound - 1) * floor.stats.p50;
+  return `${ms(over)} ms over the floor where ${ms(allowed)} ms is allowed; server CPU ${ms(run.cpuPerRequestMs.server)} ms/req`;
+}
+
 function find(runs: readonly RunResult[], caseId: string, protocol: RunProtocol, concurrency: number): RunResult | undefined {
   return runs.find((r) => r.case === caseId && r.protocol === protocol && r.concurrency === concurrency);
 }
@@ -136,6 +151,7 @@ export function evaluateTargets(
   peakRssMb: number,
   crashes: BenchResult["server"]["crashes"],
   mixed: readonly MixedLoadResult[],
+  deadlineMs: number,
 ): Target[] {
   const targets: Target[] = [];
   const serverRuns = runs.filter((r) => r.protocol !== "floor");
@@ -144,16 +160,19 @@ export function evaluateTargets(
     const failures: string[] = [];
     let checked = 0;
     let worst = 0;
-    for (const r of serverRuns.filter((r) => r.concurrency === 1)) {
+    const ops = new Set<string>(targetsSpec.floorRatioOps);
+    const measured = new Set(cases.filter((c) => ops.has(String(c.tags.op))).map((c) => c.id));
+    for (const r of serverRuns.filter((r) => r.concurrency === 1 && measured.has(r.case))) {
       const floor = find(runs, r.case, "floor", 1);
       if (floor === undefined || !(floor.stats.p50 > 0)) continue;
       checked++;
+      const bound = r.protocol === "rest" ? targetsSpec.floorRatio.rest : targetsSpec.floorRatio.rpc;
       const ratio = r.stats.p50 / floor.stats.p50;
       worst = Math.max(worst, ratio);
-      if (!(ratio <= targetsSpec.floorRatio)) failures.push(`${r.case} ${r.protocol}: ${ms(r.stats.p50)} ms vs floor ${ms(floor.stats.p50)} ms (×${fmt(ratio, 2)})`);
+      if (!(ratio <= bound)) failures.push(`${r.case} ${r.protocol}: ${ms(r.stats.p50)} ms vs floor ${ms(floor.stats.p50)} ms (×${fmt(ratio, 2)} > ${bound}); ${floorGapReason(r, floor, bound)}`);
     }
     targets.push({
-      name: `p50 ≤ ${targetsSpec.floorRatio}× the SQL floor, every case at concurrency 1`,
+      name: `p50 ≤ ${targetsSpec.floorRatio.rest}× the SQL floor over REST and ≤ ${targetsSpec.floorRatio.rpc}× over Connect/gRPC, every trace, adjacentTransactions and blockTransactionsExt case at concurrency 1`,
       pass: checked === 0 ? null : failures.length === 0,
       detail: checked === 0 ? "no floor measured at concurrency 1" : `${checked - failures.length}/${checked} pass; worst ×${fmt(worst, 2)}`,
       failures,
@@ -185,12 +204,15 @@ export function evaluateTargets(
   }
 
   {
-    const rest = serverRuns.filter((r) => r.case === "masterchainInfo" && r.protocol === "rest");
-    const best = rest.reduce<RunResult | undefined>((b, r) => (b === undefined || r.stats.rps > b.stats.rps ? r : b), undefined);
+    const run = find(serverRuns, "masterchainInfo", "rest", targetsSpec.masterchainInfoConcurrency);
+    const floor = find(runs, "masterchainInfo", "floor", targetsSpec.masterchainInfoConcurrency);
     targets.push({
-      name: `masterchainInfo ≥ ${targetsSpec.masterchainInfoRps} req/s over REST`,
-      pass: best === undefined ? null : best.stats.rps >= targetsSpec.masterchainInfoRps,
-      detail: best === undefined ? "not run" : `best ${fmt(best.stats.rps, 0)} req/s at concurrency ${best.concurrency}`,
+      name: `masterchainInfo ≥ ${targetsSpec.masterchainInfoRps} req/s over REST at concurrency ${targetsSpec.masterchainInfoConcurrency}`,
+      pass: run === undefined ? null : run.stats.rps >= targetsSpec.masterchainInfoRps,
+      detail:
+        run === undefined
+          ? "not run"
+          : `${fmt(run.stats.rps, 0)} req/s (server CPU ${fmt(run.cpuPerRequestMs.server, 2)} ms/req, PostgreSQL ${fmt(run.cpuPerRequestMs.postgres, 2)} ms/req)${floor ? `; the floor's statement alone: ${fmt(floor.stats.rps, 0)} req/s` : ""}`,
       failures: [],
     });
   }
@@ -218,8 +240,8 @@ export function evaluateTargets(
 
   const worstRss = serverRuns.reduce<RunResult | undefined>((w, r) => (w === undefined || (r.peakRssMb ?? 0) > (w.peakRssMb ?? 0) ? r : w), undefined);
   targets.push({
-    name: `server RSS under ${targetsSpec.rssMb} MB under load`,
-    pass: Number.isFinite(peakRssMb) ? peakRssMb < targetsSpec.rssMb : null,
+    name: `server peak RSS ≤ ${targetsSpec.rssMb} MB over the whole bench`,
+    pass: Number.isFinite(peakRssMb) ? peakRssMb <= targetsSpec.rssMb : null,
     detail: `peak ${fmt(peakRssMb, 0)} MB (VmHWM of the server process over the whole bench)${worstRss ? `; highest in a run: ${fmt(worstRss.peakRssMb ?? Number.NaN, 0)} MB in ${worstRss.case} ${worstRss.protocol} c=${worstRss.concurrency}` : ""}`,
     failures: [],
   });
@@ -255,13 +277,23 @@ export function evaluateTargets(
     });
   }
   const errored = runs.filter((r) => r.stats.errors > 0);
-  const shed = runs.filter((r) => (r.stats.deadlineExceeded ?? 0) > 0);
-  if (shed.length > 0) {
+  {
+    // The floor replays the page's statements without the server: when even it takes longer than the deadline at
+    // this concurrency, no service could answer in time, and the case is excused.
+    const atBound = serverRuns.filter((r) => r.concurrency === targetsSpec.deadlineConcurrency);
+    const excused: string[] = [];
+    const failures: string[] = [];
+    for (const r of atBound.filter((r) => (r.stats.deadlineExceeded ?? 0) > 0)) {
+      const floor = find(runs, r.case, "floor", r.concurrency);
+      const line = `${r.case} ${r.protocol}: ${r.stats.deadlineExceeded} past the deadline, ${r.stats.n} answered${floor ? `; floor p50 ${ms(floor.stats.p50)} ms, p99 ${ms(floor.stats.p99)} ms` : ""}`;
+      if (floor !== undefined && floor.stats.p99 >= deadlineMs) excused.push(line);
+      else failures.push(line);
+    }
     targets.push({
-      name: "every request answered before the server's deadline (REQUEST_TIMEOUT_MS; past it the answer is 504 / DEADLINE_EXCEEDED)",
-      pass: false,
-      detail: `${shed.length} runs had requests shed at the deadline (counted in the percentiles, not as errors)`,
-      failures: shed.map((r) => `${r.case} ${r.protocol} c=${r.concurrency}: ${r.stats.deadlineExceeded} past the deadline, ${r.stats.n} answered`),
+      name: `no 504 / DEADLINE_EXCEEDED at concurrency ${targetsSpec.deadlineConcurrency}, except where the floor's p99 alone reaches the deadline (${deadlineMs} ms)`,
+      pass: atBound.length === 0 ? null : failures.length === 0,
+      detail: atBound.length === 0 ? "not run" : excused.length === 0 ? `${atBound.length} runs, none shed` : `${atBound.length} runs; excused: ${excused.join("; ")}`,
+      failures,
     });
   }
   const aborted = runs.filter((r) => r.stats.censored > 0);
