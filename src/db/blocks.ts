@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Block, BlockSchema } from "../../gen/tonquery/v1/block_pb.ts";
 import { noteIndexSeqno, runQuery, type Sql } from "./client.ts";
 import { optional } from "./rows.ts";
+import { SharedRead } from "./shared-read.ts";
 import type { BlockIdRow, BlocksTableRow } from "./tables.ts";
 
 /** A `blocks` row as selected below: prev_blocks rendered as JSON with the shard as text, to keep its 64 bits. */
@@ -13,10 +14,25 @@ export interface MasterchainRange {
 }
 
 /**
- * The lowest and the highest indexed masterchain blocks, in one round trip; each side is a single
- * probe of blocks_index_3 (seqno where workchain = -1). Undefined when no masterchain block is indexed.
+ * The lowest and the highest indexed masterchain blocks. Requests that want them at the same time share one read
+ * (see SharedRead: never one started before the request arrived). Undefined when no masterchain block is indexed.
  */
 export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Promise<MasterchainRange | undefined> {
+  let reads = rangeReads.get(sql);
+  if (reads === undefined) {
+    reads = new SharedRead((shared) => readMasterchainRange(sql, shared));
+    rangeReads.set(sql, reads);
+  }
+  const range = await reads.read(signal);
+  // The newest block, read after the request arrived: what its X-Index-Seqno needs, without another statement.
+  if (range !== undefined) noteIndexSeqno(signal, range.last.seqno);
+  return range;
+}
+
+const rangeReads = new WeakMap<Sql, SharedRead<MasterchainRange | undefined>>();
+
+/** One round trip; each side is a single probe of blocks_index_3 (seqno where workchain = -1). */
+async function readMasterchainRange(sql: Sql, signal: AbortSignal): Promise<MasterchainRange | undefined> {
   const rows = await runQuery(
     signal,
     sql,
@@ -30,7 +46,7 @@ export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Pro
   const first = rows.find((r) => r.edge === "first");
   const last = rows.find((r) => r.edge === "last");
   if (first === undefined || last === undefined) return undefined;
-  // The newest block, read by the request's last statement: what X-Index-Seqno needs, without another statement.
+  // Also what the member is known to hold, for routing later requests that ask for a minimum seqno.
   noteIndexSeqno(signal, last.seqno);
   return { first: scanBlock(first), last: scanBlock(last) };
 }

@@ -63,9 +63,7 @@ export class Cluster {
 
   /** Where the statements of the request whose signal this is go; `minSeqno`: the freshness its client asked for. */
   route(signal: AbortSignal, minSeqno: number | undefined): RequestRoute {
-    const route = new RequestRoute(minSeqno);
-    routes.set(signal, route);
-    return route;
+    return openRoute(signal, minSeqno);
   }
 
   /** The request's route; statements run outside the service (start-up checks, the bench) get one on first use. */
@@ -182,6 +180,13 @@ export class Cluster {
 
 /** The routes of the requests under way, by their signal: a request's statements all carry its signal. */
 const routes = new WeakMap<AbortSignal, RequestRoute>();
+
+/** Starts the route of the request whose statements carry `signal`: none has run yet, none is pinned. */
+export function openRoute(signal: AbortSignal, minSeqno: number | undefined): RequestRoute {
+  const route = new RequestRoute(minSeqno);
+  routes.set(signal, route);
+  return route;
+}
 
 /** The route of the request `signal` belongs to, if it has one. */
 export function routeOfRequest(signal: AbortSignal): RequestRoute | undefined {
