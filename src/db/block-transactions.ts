@@ -66,7 +66,7 @@ function transactionBoc(bocs: LRUCache<string, string> | undefined, row: Transac
 export async function selectBlockTransactions(
   sql: Sql,
   signal: AbortSignal,
-  block: BlockIdExt,
+  block: Pick<BlockIdExt, "workchain" | "shard" | "seqno">,
   after: AccountCursor | undefined,
   limit: number,
   bocCacheBytes: number,

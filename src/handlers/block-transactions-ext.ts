@@ -43,15 +43,20 @@ export async function getBlockTransactionsExt(
       ? undefined
       : { account: `${request.workchain}:${accountId(request.afterHash)}`, lt: request.afterLt };
 
-  const block = await selectBlockId(deps.db.sql, context.signal, request.workchain, request.shard, request.seqno);
+  // A block's transactions are written with the block, in one transaction of the index worker: the page can be
+  // read beside the block's id instead of after it, and is empty exactly when the block is missing.
+  const { sql } = deps.db;
+  const [block, transactions] = await Promise.all([
+    selectBlockId(sql, context.signal, request.workchain, request.shard, request.seqno),
+    // One more than asked tells whether the block has more.
+    selectBlockTransactions(sql, context.signal, request, after, count + 1, deps.config.transactionBocCacheMb * 1024 * 1024),
+  ]);
   const wanted = `(${request.workchain},${request.shard},${request.seqno})`;
   if (block === undefined) throw new ConnectError(`block not found: ${wanted}`, Code.NotFound);
   if ((rootHash !== undefined && rootHash !== block.rootHash) || (fileHash !== undefined && fileHash !== block.fileHash)) {
     throw new ConnectError(`block not found: ${wanted} has other root_hash/file_hash`, Code.NotFound);
   }
 
-  // One more than asked tells whether the block has more.
-  const transactions = await selectBlockTransactions(deps.db.sql, context.signal, block, after, count + 1, deps.config.transactionBocCacheMb * 1024 * 1024);
   return create(GetBlockTransactionsExtResponseSchema, {
     id: block,
     reqCount: count,
