@@ -158,10 +158,16 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     expect(await port(halfDone)).toEqual([{ port: replica1.port }]);
     // One statement on each replica (each goes to the member with fewer in flight), still running at the kill.
     const sleepers = [0, 1].map(() => runQuery(new AbortController().signal, strict.db.sql, "test_sleep", (tx) => tx`select pg_sleep(0.8)::text as slept`));
-    const until_ = Date.now() + 2000;
+    // Clients keep asking across the kill, each until it has had answers after the kill was noticed; counted, not
+    // timed, so that a slow machine only makes the test longer.
+    let detected = false;
     const loops = Array.from({ length: 3 }, async (_, i) => {
       const statuses: number[] = [];
-      for (let n = i; Date.now() < until_; n++) statuses.push((await strict.rest(paths[n % paths.length] as string)).status);
+      for (let n = i, afterDetection = 0; afterDetection < 5; n++) {
+        const noticed = detected;
+        statuses.push((await strict.rest(paths[n % paths.length] as string)).status);
+        if (noticed) afterDetection++;
+      }
       return statuses;
     });
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -169,6 +175,7 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     await cluster.stop(replica1, "immediate");
     await until(() => !member(strict, replica1).up, "the killed replica marked down");
     const detectedMs = Date.now() - killedAt;
+    detected = true;
     const servedWhenDetected = member(strict, replica1).requests;
 
     expect(await port(halfDone)).toEqual([{ port: primary.port }]);
@@ -176,7 +183,6 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     const statuses = (await Promise.all(loops)).flat();
     expect(await Promise.all(sleepers)).toEqual([[{ slept: "" }], [{ slept: "" }]]);
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
-    expect(statuses.length).toBeGreaterThan(30);
     const killed = member(strict, replica1);
     expect(killed.failovers).toBeGreaterThanOrEqual(1);
     expect(killed.requests).toBe(servedWhenDetected);
