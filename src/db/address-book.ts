@@ -10,6 +10,9 @@ type DomainRow = { nft_item_owner: string; domain: string | null };
  * How people see each address of a response, keyed by the exact raw strings given: the user-friendly form
  * (non-bounceable for wallets and accounts without code), the shortest .ton domain pointing at it, and the
  * contract interfaces its code implements. Two statements, run in parallel, whatever the number of addresses.
+ * The domains are joined to the unnested list: `= any(list)` with the list a parameter, as in the generic plan a
+ * prepared statement switches to, compares each dns entry with every address in turn (2.1 ms against 0.14 ms
+ * for 300 addresses on the 2M bench index), where a join hashes or probes the list once.
  */
 export async function selectAddressBook(
   sql: Sql,
@@ -36,8 +39,9 @@ export async function selectAddressBook(
       "address_book_domains",
       (tx) => tx<DomainRow[]>`
         select distinct on (D.nft_item_owner) D.nft_item_owner, D.domain
-        from dns_entries D
-        where D.nft_item_owner = any(${accounts}::text[]::tonaddr[]) and D.nft_item_owner = D.dns_wallet
+        from unnest(${accounts}::text[]::tonaddr[]) A(owner)
+        join dns_entries D on D.nft_item_owner = A.owner
+        where D.nft_item_owner = D.dns_wallet
         order by D.nft_item_owner, length(D.domain)`,
     ),
   ]);

@@ -154,9 +154,19 @@ export function assembleTransactions(
   });
 }
 
-/** The messages of the given transactions with their bodies, out messages in created_lt order. */
-export function selectMessageRows(sql: Sql, signal: AbortSignal, owners: TransactionOwners): Promise<readonly MessageRow[]> {
-  return runQuery(
+/**
+ * The messages of the given transactions with their bodies, out messages in created_lt order, each with the
+ * transaction on its other side. Transactions named by hash have their counterparts elsewhere (other blocks, the
+ * other side of an adjacency), so the statement finds them itself. A trace holds both sides of nearly all its
+ * internal messages: those are paired on the rows read, and only the messages left over (a pending trace's
+ * messages still in flight) are looked up, in one more statement.
+ */
+export async function selectMessageRows(sql: Sql, signal: AbortSignal, owners: TransactionOwners): Promise<readonly MessageRow[]> {
+  const byTrace = "traceIds" in owners;
+  const counterpart = byTrace
+    ? sql`null::tonhash as counterpart_tx_hash`
+    : sql`(select C.tx_hash from messages C where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash`;
+  const rows = await runQuery(
     signal,
     sql,
     "messages",
@@ -164,15 +174,54 @@ export function selectMessageRows(sql: Sql, signal: AbortSignal, owners: Transac
       select M.tx_hash, M.msg_hash, M.msg_hash_norm, M.direction, M.source, M.destination, M.value,
         M.value_extra_currencies, M.fwd_fee, M.ihr_fee, M.extra_flags::text as extra_flags, M.created_lt, M.created_at,
         M.opcode, M.ihr_disabled, M.bounce, M.bounced, M.import_fee, M.body_hash, B.body, M.init_state_hash,
-        I.body as init_state_body,
-        (select C.tx_hash from messages C
-          where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash
+        I.body as init_state_body, ${counterpart}
       from messages M
       left join message_contents B on B.hash = M.body_hash
       left join message_contents I on I.hash = M.init_state_hash
       where ${ownedBy(sql, "M", owners)}
       order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
   );
+  if (byTrace) await pairCounterparts(sql, signal, rows);
+  return rows;
+}
+
+type CounterpartRow = { msg_hash: string; direction: Direction; tx_hash: string };
+
+/** The message's side a counterpart row stands on, as a key: its hash and direction. */
+const sideKey = (msgHash: string, direction: Direction) => `${direction}:${msgHash}`;
+const opposite = (direction: Direction): Direction => (direction === "in" ? "out" : "in");
+
+/**
+ * Sets `counterpart_tx_hash` on each row: from the rows themselves where the other side is among them, else from
+ * the index. External messages have no other side (an external in message has no source, an external out
+ * message no destination), so they are never looked up.
+ */
+async function pairCounterparts(sql: Sql, signal: AbortSignal, rows: MessageRow[]): Promise<void> {
+  const sides = new Map<string, string>();
+  for (const row of rows) {
+    const key = sideKey(row.msg_hash, row.direction);
+    if (!sides.has(key)) sides.set(key, row.tx_hash);
+  }
+  const unpaired = new Set<string>();
+  for (const row of rows) {
+    row.counterpart_tx_hash = sides.get(sideKey(row.msg_hash, opposite(row.direction))) ?? null;
+    const external = row.direction === "in" ? row.source === null : row.destination === null;
+    if (row.counterpart_tx_hash === null && !external) unpaired.add(row.msg_hash);
+  }
+  if (unpaired.size === 0) return;
+  const found = await runQuery(
+    signal,
+    sql,
+    "message_counterparts",
+    (tx) => tx<CounterpartRow[]>`
+      select C.msg_hash, C.direction, C.tx_hash from messages C
+      where C.msg_hash = any(${[...unpaired]}::text[]::tonhash[])`,
+  );
+  for (const other of found) {
+    const key = sideKey(other.msg_hash, other.direction);
+    if (!sides.has(key)) sides.set(key, other.tx_hash);
+  }
+  for (const row of rows) row.counterpart_tx_hash ??= sides.get(sideKey(row.msg_hash, opposite(row.direction))) ?? null;
 }
 
 export interface TransactionMessages {
