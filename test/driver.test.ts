@@ -9,7 +9,9 @@ import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 // whose server went away (a replica killed, a backend terminated) must not come back into the pool when released:
 // 3.4.9 put it back with no socket, and the next statement on it threw from a timer and took the process down
 // (porsager/postgres#1199, #1208), or never answered; the patch leaves it closed, to be reconnected on demand, and
-// fails what a lost connection still owed.
+// fails what a lost connection still owed. A reserve waiting in the queue when a connection closed was handed to the
+// reconnect and dropped there, never settled (porsager/postgres#1195): on a pool opening its connections, the
+// service's statement then waited for ever, holding its connection permit; the patch keeps it queued.
 
 let database: TestDatabase;
 beforeAll(async () => {
@@ -62,6 +64,33 @@ describe("postgres driver", () => {
       expect(answer).toBe(42);
     } finally {
       await sql.end();
+    }
+  });
+
+  it("hands a connection to a reserve that was waiting when the connection it waited for closed", async (context) => {
+    if (database.engine === "pglite") context.skip(); // one backend: no pg_terminate_backend
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      const first = await sql.reserve();
+      const [session] = await first<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      // The pool's one connection is taken: this reserve waits in the queue.
+      const waiting = sql.reserve();
+      await database.admin`select pg_terminate_backend(${session?.pid ?? 0})`;
+      // 3.4.9 gave the waiting reserve to the reconnect as its first query and dropped it there: never settled.
+      const second = await Promise.race([waiting, new Promise<"stranded">((resolve) => setTimeout(() => resolve("stranded"), 5000))]);
+      expect(second).not.toBe("stranded");
+      if (second === "stranded") return;
+      // The lease of the closed connection is over: releasing it now must not hand out the connection `second` holds.
+      first.release();
+      const [mine] = await second<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      expect(mine?.pid).not.toBe(session?.pid);
+      // The pool's one connection is still `second`'s: a statement of the pool waits for its release.
+      const other = sql<{ pid: number }[]>`select pg_backend_pid() as pid`.execute();
+      second.release();
+      const [after] = await other;
+      expect(after?.pid).toBe(mine?.pid);
+    } finally {
+      await sql.end({ timeout: 1 });
     }
   });
 
