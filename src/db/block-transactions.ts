@@ -83,7 +83,7 @@ export async function selectBlockTransactions(
       limit ${limit}`,
   );
   if (rows.length === 0) return [];
-  const messages = groupMessages(await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }));
+  const messages = groupMessages(await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }, { counterparts: false }));
   const bocs = transactionBocs(bocCacheBytes);
   return rows.map((row) => {
     const own = messages.get(row.hash);

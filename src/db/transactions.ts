@@ -156,16 +156,23 @@ export function assembleTransactions(
 
 /**
  * The messages of the given transactions with their bodies, out messages in created_lt order, each with the
- * transaction on its other side. Transactions named by hash have their counterparts elsewhere (other blocks, the
- * other side of an adjacency), so the statement finds them itself. A trace holds both sides of nearly all its
- * internal messages: those are paired on the rows read, and only the messages left over (a pending trace's
- * messages still in flight) are looked up, in one more statement.
+ * transaction on its other side unless `counterparts` is false (tonlib's raw form has no place for it).
+ * Transactions named by hash have their counterparts elsewhere (other blocks, the other side of an adjacency), so
+ * the statement finds them itself. A trace holds both sides of nearly all its internal messages: those are paired
+ * on the rows read, and only the messages left over (a pending trace's messages still in flight) are looked up, in
+ * one more statement.
  */
-export async function selectMessageRows(sql: Sql, signal: AbortSignal, owners: TransactionOwners): Promise<readonly MessageRow[]> {
+export async function selectMessageRows(
+  sql: Sql,
+  signal: AbortSignal,
+  owners: TransactionOwners,
+  { counterparts = true }: { counterparts?: boolean } = {},
+): Promise<readonly MessageRow[]> {
   const byTrace = "traceIds" in owners;
-  const counterpart = byTrace
-    ? sql`null::tonhash as counterpart_tx_hash`
-    : sql`(select C.tx_hash from messages C where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash`;
+  const counterpart =
+    byTrace || !counterparts
+      ? sql`null::tonhash as counterpart_tx_hash`
+      : sql`(select C.tx_hash from messages C where C.msg_hash = M.msg_hash and C.direction <> M.direction limit 1) as counterpart_tx_hash`;
   const rows = await runQuery(
     signal,
     sql,
@@ -181,7 +188,7 @@ export async function selectMessageRows(sql: Sql, signal: AbortSignal, owners: T
       where ${ownedBy(sql, "M", owners)}
       order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
   );
-  if (byTrace) await pairCounterparts(sql, signal, rows);
+  if (byTrace && counterparts) await pairCounterparts(sql, signal, rows);
   return rows;
 }
 
