@@ -134,6 +134,10 @@ export function mixedText(r: MixedLoadResult): string {
  * Why a run missed its floor bound, from what the run measured: the time over the floor, and the server's own CPU per
  * request next to what the bound leaves it (at concurrency 1 the server's work adds to the floor's).
  */
+function shedSummary(runs: number, shed: number): string {
+  return shed === 0 ? `${runs} runs, none shed` : `${shed} of ${runs} runs shed requests`;
+}
+
 function floorGapReason(run: RunResult, floor: RunResult, bound: number): string {
   const over = run.stats.p50 - floor.stats.p50;
   const allowed = (bound - 1) * floor.stats.p50;
@@ -292,7 +296,7 @@ export function evaluateTargets(
     targets.push({
       name: `no 504 / DEADLINE_EXCEEDED at concurrency ${targetsSpec.deadlineConcurrency}, except where the floor's p99 alone reaches the deadline (${deadlineMs} ms)`,
       pass: atBound.length === 0 ? null : failures.length === 0,
-      detail: atBound.length === 0 ? "not run" : excused.length === 0 ? `${atBound.length} runs, none shed` : `${atBound.length} runs; excused: ${excused.join("; ")}`,
+      detail: atBound.length === 0 ? "not run" : [shedSummary(atBound.length, failures.length + excused.length), ...(excused.length === 0 ? [] : [`excused: ${excused.join("; ")}`])].join("; "),
       failures,
     });
   }
