@@ -60,6 +60,36 @@ describe.each(recordings)("masterchainInfo reproduces %s", (file) => {
     expect(response.first?.seqno).toBe(recording.first.seqno);
     expect(response.last?.rootHash).toBe(recording.last.root_hash);
   });
+
+  it("answers requests that arrive together with fewer reads than requests, each answer exact", async () => {
+    const statements = async () => (await scrapeMetrics(server.baseUrl)).count("tonquery_db_statement_duration_seconds", { statement: "masterchain_range" });
+    const before = await statements();
+    const requests = 40;
+    const answers = await Promise.all(Array.from({ length: requests }, () => server.rest("/api/v3/masterchainInfo")));
+    for (const answer of answers) expect(answer.body).toEqual(recording);
+    const reads = (await statements()) - before;
+    expect(reads).toBeGreaterThanOrEqual(1);
+    expect(reads).toBeLessThan(requests);
+  });
+
+  it("never answers a request with a block range read before the request was sent", async () => {
+    // Other clients poll all along, so that reads are under way whenever a block is written.
+    let polling = true;
+    const pollers = Array.from({ length: 8 }, async () => {
+      while (polling) expect((await server.rest("/api/v3/masterchainInfo")).status).toBe(200);
+    });
+    try {
+      for (let step = 1; step <= 20; step++) {
+        const seqno = recording.last.seqno + step;
+        await new IndexLoader().addBlock({ ...recording.last, seqno }).write(db.admin);
+        const { body } = await server.rest("/api/v3/masterchainInfo");
+        expect((body as RecordedMasterchainInfo).last.seqno).toBe(seqno);
+      }
+    } finally {
+      polling = false;
+      await Promise.all(pollers);
+    }
+  });
 });
 
 describe("masterchainInfo on an index without blocks", () => {
@@ -93,52 +123,5 @@ describe("masterchainInfo on an index without blocks", () => {
     const shardBlock = { ...recording.last, workchain: 0, shard: "8000000000000000", masterchain_block_ref: null, prev_blocks: [] };
     await new IndexLoader().addBlock(shardBlock).write(db.admin);
     expect((await server.rest("/api/v3/masterchainInfo")).status).toBe(404);
-  });
-});
-
-describe("masterchainInfo under concurrent polling", () => {
-  let db: TestDatabase;
-  let server: TestServer;
-  let recording: RecordedMasterchainInfo;
-
-  beforeAll(async () => {
-    recording = await readRecording<RecordedMasterchainInfo>("masterchainInfo_mainnet_gem_1.json");
-    db = await createTestDatabase();
-    await new IndexLoader().addMasterchainInfo(recording).write(db.admin);
-    server = await startTestServer(db.url);
-  });
-  afterAll(async () => {
-    await server?.close();
-    await db?.drop();
-  });
-
-  it("answers requests that arrive together with fewer reads than requests, each answer exact", async () => {
-    const statements = async () => (await scrapeMetrics(server.baseUrl)).count("tonquery_db_statement_duration_seconds", { statement: "masterchain_range" });
-    const before = await statements();
-    const requests = 40;
-    const answers = await Promise.all(Array.from({ length: requests }, () => server.rest("/api/v3/masterchainInfo")));
-    for (const answer of answers) expect(answer.body).toEqual(recording);
-    const reads = (await statements()) - before;
-    expect(reads).toBeGreaterThanOrEqual(1);
-    expect(reads).toBeLessThan(requests);
-  });
-
-  it("never answers a request with a block range read before the request was sent", async () => {
-    // Other clients poll all along, so that reads are under way whenever a block is written.
-    let polling = true;
-    const pollers = Array.from({ length: 8 }, async () => {
-      while (polling) expect((await server.rest("/api/v3/masterchainInfo")).status).toBe(200);
-    });
-    try {
-      for (let step = 1; step <= 20; step++) {
-        const seqno = recording.last.seqno + step;
-        await new IndexLoader().addBlock({ ...recording.last, seqno }).write(db.admin);
-        const { body } = await server.rest("/api/v3/masterchainInfo");
-        expect((body as RecordedMasterchainInfo).last.seqno).toBe(seqno);
-      }
-    } finally {
-      polling = false;
-      await Promise.all(pollers);
-    }
   });
 });
