@@ -15,6 +15,7 @@ import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transact
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
+import { isSnapshotLost } from "./db/client.ts";
 import { prioritise } from "./db/connection-gate.ts";
 import { prepareBodyDecoding } from "./decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
@@ -46,13 +47,29 @@ export function createTonQueryService(deps: ServiceDeps) {
   ): Promise<Out> => {
     const minSeqno = minIndexSeqno(context.requestHeader);
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
-    // The request's statements all go to one member, at least as fresh as its client asked (see Cluster).
-    deps.db.route(bounded.signal, minSeqno);
+    // The request's statements all go to one member, at least as fresh as its client asked (see Cluster), and all
+    // read one snapshot of the index there (see RequestSnapshot).
+    const route = deps.db.route(bounded.signal, minSeqno, true);
     const work = async (slots: HeldSlots) => {
       prioritise(bounded.signal, () => slots.light);
-      const response = await handle(bounded, slots);
-      exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
-      return finish ? finish(response) : (response as unknown as Out);
+      try {
+        for (let runs = 1; ; runs++) {
+          try {
+            const response = await handle(bounded, slots);
+            exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
+            // Read in full: the snapshot is let go before the answer is written.
+            route.end();
+            return finish ? finish(response) : (response as unknown as Out);
+          } catch (err) {
+            // Nothing of a run reaches the client before it ends (a door's sink is made anew per run), so a run
+            // whose member failed under it is done again from the start, on another member, never finished there.
+            if (!isSnapshotLost(err) || runs >= maxRuns) throw err;
+            route.restart();
+          }
+        }
+      } finally {
+        route.end();
+      }
     };
     return admission.run(bounded.signal, weight, work).finally(done);
   };
@@ -84,11 +101,17 @@ export function createTonQueryService(deps: ServiceDeps) {
   } satisfies ServiceImpl<typeof TonQueryService>;
   return {
     ...rpcMethods,
-    /** getTraces for a door that consumes the page chunk by chunk (the REST door's JSON). */
-    streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>) =>
-      admitted<T, T>(context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, sink, slots), undefined),
+    /**
+     * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
+     * `newSink` for each run of the request (a run may be done again, see `admitted`).
+     */
+    streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
+      admitted<T, T>(context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, newSink(), slots), undefined),
   };
 }
+
+/** Runs of one request when its snapshot is lost with its member: the first, and one more on another member. */
+const maxRuns = 2;
 
 /**
  * The request's context, its signal bounded by the server's own deadline when the client sent none (gRPC and

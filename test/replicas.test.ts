@@ -29,8 +29,12 @@ const paths = [
   `/api/v3/adjacentTransactions?hash=${demoTxHash}&direction=out`,
   `/api/v3/traces?tx_hash=${demoTxHash}&include_actions=true`,
 ];
-/** runQuery opens a read-only transaction for every statement of the service (probes open none): one call per statement. */
-const serviceStatements = "select coalesce(sum(calls), 0)::int as n from pg_stat_statements where lower(query) = 'begin read only'";
+/**
+ * The service's read-only transactions (probes open none): one per statement run alone, one per request's snapshot
+ * and one per statement run beside its anchor, so at least one per request that reads.
+ */
+const serviceStatements =
+  "select coalesce(sum(calls), 0)::int as n from pg_stat_statements where lower(query) in ('begin read only', 'begin isolation level repeatable read read only')";
 
 describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming replicas", () => {
   let cluster: ReplicaCluster;

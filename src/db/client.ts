@@ -8,10 +8,15 @@ import type { PoolState } from "../observability/metrics.ts";
 import type { StatementTelemetry } from "../observability/telemetry.ts";
 import type { DatabaseAvailability } from "./availability.ts";
 import { isUrgent } from "./connection-gate.ts";
-import { Member, type Pool, type PoolKind } from "./member.ts";
+import { cutIfSilent, leaseConnection } from "./lease.ts";
+import { Member, type PoolKind } from "./member.ts";
 import { Cluster, type MemberStats, ReplicaLag, type RequestRoute, routeOfRequest } from "./replicas.ts";
+import { type RequestSnapshot, snapshotLost } from "./snapshot.ts";
+import { type BuildStatement, type Sql, sendFramed, type StatementRun, transactionFrame } from "./statement.ts";
 
-export type Sql = postgres.Sql;
+export type { Sql } from "./statement.ts";
+export { transactionFrame } from "./statement.ts";
+export { isSnapshotLost } from "./snapshot.ts";
 
 /** A database URL fit for logs: the password masked. */
 export function redactUrl(url: string): string {
@@ -36,12 +41,18 @@ export interface DatabaseOptions {
   /** Connections in all per member, shared between the two pools below (at least one each). */
   poolSize: number;
   statementTimeoutMs: number;
+  /**
+   * PostgreSQL ends a transaction left idle longer than this: the backstop, should the service ever fail to end a
+   * request's snapshot, against a snapshot that holds back vacuum for good. No request idles longer than its deadline.
+   */
+  snapshotIdleMs: number;
   /** Bound of opening a connection, and of the availability probe. */
   connectTimeoutMs: number;
   /**
-   * The server runs every connection in one shared session (the embedded PGlite): a transaction opened by one
-   * connection would take in the others' statements, so statements run bare there, one at a time, and that session
-   * is made read-only once for all (see startDemoDatabase).
+   * The server runs every connection in one shared session (the embedded PGlite): its socket runs the messages of
+   * all connections one at a time, those of an open transaction alone. A statement sent outside a transaction
+   * could have its unnamed statement replaced by another connection's between its Parse and its Bind, so the
+   * service sends every statement inside one (begun by a single simple-protocol message), one at a time.
    */
   sharedSession?: boolean;
   /** For the bench's SQL floor: sees each statement as built (before it is sent) and each one the driver sends. */
@@ -86,9 +97,10 @@ export interface Database {
   onServingChange(listener: () => void): () => void;
   /**
    * Where the statements run under `signal` (one request's) go: to a member known to hold at least masterchain
-   * block `minSeqno` when given.
+   * block `minSeqno` when given. With `snapshot`, they all read one snapshot of the index (see RequestSnapshot),
+   * held until the route's `end()`.
    */
-  route(signal: AbortSignal, minSeqno?: number): RequestRoute;
+  route(signal: AbortSignal, minSeqno?: number, snapshot?: boolean): RequestRoute;
   /**
    * With replicas: the newest masterchain seqno of the member that ran the request's statements, as of after the
    * last of them (a bound of everything the request read; X-Index-Seqno). Costs one statement, unless the last
@@ -109,6 +121,7 @@ export function databaseOptions(config: Config, url: string, extra: Pick<Databas
     probeIntervalMs: config.dbProbeIntervalMs,
     poolSize: config.poolSize,
     statementTimeoutMs: config.statementTimeoutMs,
+    snapshotIdleMs: config.requestTimeoutMs,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     ...extra,
   };
@@ -179,7 +192,7 @@ export function openDatabase(options: DatabaseOptions): Database {
     ready: () => cluster.ready(),
     serving: () => cluster.canServe(),
     onServingChange: (listener) => cluster.subscribe(listener),
-    route: (signal, minSeqno) => cluster.route(signal, minSeqno),
+    route: (signal, minSeqno, snapshot) => cluster.route(signal, minSeqno, snapshot),
     indexSeqno: async (signal) => {
       if (replicaUrls.length === 0) return undefined;
       const route = cluster.routeOf(signal);
@@ -272,23 +285,31 @@ export async function runQuery<T extends readonly postgres.MaybeRow[]>(
   signal: AbortSignal,
   handle: Sql,
   statement: string,
-  build: (sql: Sql) => postgres.PendingQuery<T>,
+  build: BuildStatement<T>,
 ): Promise<postgres.RowList<T>> {
   const target = handles.get(handle);
   if (target === undefined) throw new Error("runQuery: not a pool opened by openDatabase");
   if (signal.aborted) throw abortError(signal);
   const { cluster, kind, telemetry } = target;
   const route = cluster.routeOf(signal);
+  const { snapshot } = route;
   for (;;) {
-    const member = cluster.memberFor(route);
+    // A request whose snapshot is taken stays on the snapshot's member, whatever happens to it.
+    const member = snapshot?.member ?? cluster.memberFor(route);
     if (member === undefined) throw new ConnectError("database unavailable", Code.Unavailable);
     member.inFlight++;
     try {
-      const rows = await runOn(signal, member, member.pools[kind], statement, build, telemetry);
+      const run: StatementRun<T> = { name: statement, build, pool: member.pools[kind], telemetry };
+      const rows = snapshot === undefined ? await runOn(signal, member, run) : await runInSnapshot(signal, member, snapshot, run);
       route.read();
       return rows;
     } catch (err) {
-      if (!(err instanceof ConnectError) || signal.aborted || !mayRunElsewhere(err) || !cluster.reroute(route, member)) throw err;
+      if (!(err instanceof ConnectError) || signal.aborted || !mayRunElsewhere(err)) throw err;
+      if (snapshot?.taken === true) {
+        cluster.reroute(route, member);
+        throw snapshotLost(err);
+      }
+      if (!cluster.reroute(route, member)) throw err;
     } finally {
       member.inFlight--;
     }
@@ -311,14 +332,8 @@ function mayRunElsewhere(error: ConnectError): boolean {
 /** SQLSTATE 40001 on a replica: the statement was cancelled because replay had to remove rows it could still see. */
 const recoveryConflict = "40001";
 
-async function runOn<T extends readonly postgres.MaybeRow[]>(
-  signal: AbortSignal,
-  member: Member,
-  pool: Pool,
-  statement: string,
-  build: (sql: Sql) => postgres.PendingQuery<T>,
-  telemetry: StatementTelemetry | undefined,
-): Promise<postgres.RowList<T>> {
+async function runOn<T extends readonly postgres.MaybeRow[]>(signal: AbortSignal, member: Member, run: StatementRun<T>): Promise<postgres.RowList<T>> {
+  const { pool } = run;
   // Fails with Unavailable at once while the member is known to be down.
   await member.availability.ready();
   const stop = AbortSignal.any([signal, member.availability.downSignal]);
@@ -330,15 +345,17 @@ async function runOn<T extends readonly postgres.MaybeRow[]>(
   }
   let running: Promise<postgres.RowList<T>>;
   try {
-    // Holding a permit, the connection is free at once (see ConnectionGate).
-    const connection = await pool.live.reserve();
-    if (stop.aborted) {
-      // Opening the connection took long enough for the request to end: it is not started.
-      connection.release();
-      throw abortError(stop);
-    }
+    // Holding a permit, the connection is free at once (see ConnectionGate), unless it has to be opened.
+    const connection = await leaseConnection(pool, stop);
     member.counts.statements++;
-    running = runReserved(connection, statement, build, pool, telemetry);
+    // A statement in a read-only transaction (BEGIN READ ONLY, the statement and COMMIT in one write): a session
+    // default could be turned off by a statement, a transaction's read-only mode cannot be once it has run a query.
+    running = sendFramed(connection, [transactionFrame.begin], run, [transactionFrame.commit]);
+    cutIfSilent(connection, running, pool.bounds.answerMs);
+    void running.then(
+      () => connection.release(),
+      () => connection.release(),
+    );
   } catch (err) {
     release();
     throw failure(member, stop, err);
@@ -351,42 +368,20 @@ async function runOn<T extends readonly postgres.MaybeRow[]>(
   }
 }
 
-/** The statements runQuery sends around each of the service's own. */
-export const transactionFrame = { begin: "begin read only", commit: "commit" } as const;
-
-async function runReserved<T extends readonly postgres.MaybeRow[]>(
-  connection: postgres.ReservedSql,
-  name: string,
-  build: (sql: Sql) => postgres.PendingQuery<T>,
-  pool: Pool,
-  telemetry: StatementTelemetry | undefined,
+/** runOn for a request that reads one snapshot: the snapshot decides which connection the statement takes. */
+async function runInSnapshot<T extends readonly postgres.MaybeRow[]>(
+  signal: AbortSignal,
+  member: Member,
+  snapshot: RequestSnapshot,
+  run: StatementRun<T>,
 ): Promise<postgres.RowList<T>> {
+  await member.availability.ready();
+  const stop = AbortSignal.any([signal, member.availability.downSignal]);
   try {
-    const built = build(connection);
-    pool.observe?.(built);
-    const ended = telemetry?.statementStarted(name);
-    if (!pool.readOnlyTransactions) {
-      try {
-        const rows = await built;
-        ended?.();
-        return rows;
-      } catch (err) {
-        ended?.(err);
-        throw err;
-      }
-    }
-    // Queued in this order in the same tick, the three go out in one write.
-    const begin = connection.unsafe(transactionFrame.begin).execute();
-    const statement = built.execute();
-    const commit = connection.unsafe(transactionFrame.commit).execute();
-    const [opened, result, closed] = await Promise.allSettled([begin, statement, commit]);
-    ended?.(result.status === "rejected" ? result.reason : opened.status === "rejected" ? opened.reason : undefined);
-    if (result.status === "rejected") throw result.reason;
-    if (opened.status === "rejected") throw opened.reason;
-    if (closed.status === "rejected") throw closed.reason;
-    return result.value;
-  } finally {
-    connection.release();
+    member.counts.statements++;
+    return await untilAborted(stop, snapshot.run(stop, isUrgent(signal), member, run));
+  } catch (err) {
+    throw failure(member, stop, err);
   }
 }
 

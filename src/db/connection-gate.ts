@@ -33,10 +33,8 @@ export class ConnectionGate {
   /** Resolves with the function that gives the permit back. */
   acquire(signal: AbortSignal, urgent: boolean): Promise<() => void> {
     if (signal.aborted) return Promise.reject(abortError(signal));
-    if (this.#free > 0 && this.#urgent.length === 0 && (urgent || this.#normal.length === 0)) {
-      this.#free--;
-      return Promise.resolve(this.#releaser());
-    }
+    const now = this.tryAcquire(urgent);
+    if (now !== undefined) return Promise.resolve(now);
     const queue = urgent ? this.#urgent : this.#normal;
     return new Promise((resolve, reject) => {
       const waiter: Waiter = () => {
@@ -51,6 +49,15 @@ export class ConnectionGate {
       queue.push(waiter);
       signal.addEventListener("abort", cancel, { once: true });
     });
+  }
+
+  /** A permit now if one is free and nobody it must not overtake waits for one; else undefined (nothing queued). */
+  tryAcquire(urgent: boolean): (() => void) | undefined {
+    if (this.#free > 0 && this.#urgent.length === 0 && (urgent || this.#normal.length === 0)) {
+      this.#free--;
+      return this.#releaser();
+    }
+    return undefined;
   }
 
   #releaser(): () => void {

@@ -2,6 +2,7 @@ import postgres from "postgres";
 import { log } from "../log.ts";
 import { DatabaseAvailability } from "./availability.ts";
 import { ConnectionGate } from "./connection-gate.ts";
+import type { LeaseBounds } from "./lease.ts";
 
 type Sql = postgres.Sql;
 
@@ -14,7 +15,9 @@ export type PoolKind = "prepared" | "customPlan";
 export interface Pool {
   live: Sql;
   open: () => Sql;
-  readOnlyTransactions: boolean;
+  /** Sends named prepared statements (see `Database`). */
+  prepared: boolean;
+  bounds: LeaseBounds;
   observe: ((statement: PromiseLike<unknown>) => void) | undefined;
   gate: ConnectionGate;
 }
@@ -34,6 +37,7 @@ export interface MemberOptions {
   label: string;
   poolSize: number;
   statementTimeoutMs: number;
+  snapshotIdleMs: number;
   connectTimeoutMs: number;
   probeIntervalMs: number;
   sharedSession?: boolean;
@@ -58,6 +62,8 @@ export class Member {
   readonly label: string;
   readonly pools: Record<PoolKind, Pool>;
   readonly availability: DatabaseAvailability;
+  /** Every connection runs in one shared session (the embedded PGlite, see DatabaseOptions). */
+  readonly sharedSession: boolean;
   /** The last position the probe read (with replicas only). */
   position: Position | undefined;
   /** Statements running or waiting for a connection here: new requests go to the member with fewest. */
@@ -72,9 +78,11 @@ export class Member {
     this.role = options.role;
     this.url = options.url;
     this.label = options.label;
+    this.sharedSession = options.sharedSession === true;
     const customPlanConnections = Math.max(1, Math.ceil(options.poolSize / 5));
-    // A shared session answers one statement at a time: opening a connection, or the probe, may wait behind any
-    // statement for as long as the statement timeout allows.
+    // A shared session answers one request at a time (its snapshot's transaction runs alone): opening a connection,
+    // or the probe, waits behind the request under way. The embedded demo's requests take milliseconds; one that
+    // holds the session longer than a statement may run is taken for an outage, as a host that stopped answering is.
     const connectTimeoutMs = options.sharedSession === true ? options.connectTimeoutMs + options.statementTimeoutMs : options.connectTimeoutMs;
     const connect = (max: number, prepare: boolean) =>
       postgres(options.url, {
@@ -89,6 +97,7 @@ export class Member {
           application_name: "tonquery",
           default_transaction_read_only: true,
           statement_timeout: options.statementTimeoutMs,
+          idle_in_transaction_session_timeout: options.snapshotIdleMs,
         },
       });
     // A shared session has one unnamed statement and one unnamed portal for all connections: statements from two
@@ -101,7 +110,8 @@ export class Member {
       return {
         live: open(),
         open,
-        readOnlyTransactions: options.sharedSession !== true,
+        prepared: prepare,
+        bounds: { connectMs: connectTimeoutMs, answerMs: options.statementTimeoutMs + connectTimeoutMs },
         observe: options.observe && ((statement: PromiseLike<unknown>) => options.observe?.built(statement, prepare)),
         gate: sharedGate ?? new ConnectionGate(max),
       };
@@ -115,7 +125,8 @@ export class Member {
     const onPosition = options.onPosition;
     const check = async (timeoutMs: number) => {
       if (onPosition === undefined) {
-        await this.#probe.run(timeoutMs, (sql) => sql`select 1`);
+        // One simple-protocol message: on a shared session nothing can come between its parts (see sharedSession).
+        await this.#probe.run(timeoutMs, (sql) => sql.unsafe("select 1"));
         return;
       }
       const [row] = await this.#probe.run(timeoutMs, readPosition);

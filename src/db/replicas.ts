@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { log } from "../log.ts";
 import type { Member, MemberRole, Position } from "./member.ts";
+import { RequestSnapshot } from "./snapshot.ts";
 
 /**
  * Which member of the index (the primary and its streaming replicas) runs a request's statements.
@@ -61,9 +62,12 @@ export class Cluster {
     return [this.primary, ...this.replicas];
   }
 
-  /** Where the statements of the request whose signal this is go; `minSeqno`: the freshness its client asked for. */
-  route(signal: AbortSignal, minSeqno: number | undefined): RequestRoute {
-    return openRoute(signal, minSeqno);
+  /**
+   * Where the statements of the request whose signal this is go; `minSeqno`: the freshness its client asked for;
+   * `snapshot`: whether they all read one snapshot (see RequestSnapshot).
+   */
+  route(signal: AbortSignal, minSeqno: number | undefined, snapshot = false): RequestRoute {
+    return openRoute(signal, minSeqno, snapshot);
   }
 
   /** The request's route; statements run outside the service (start-up checks, the bench) get one on first use. */
@@ -182,8 +186,8 @@ export class Cluster {
 const routes = new WeakMap<AbortSignal, RequestRoute>();
 
 /** Starts the route of the request whose statements carry `signal`: none has run yet, none is pinned. */
-export function openRoute(signal: AbortSignal, minSeqno: number | undefined): RequestRoute {
-  const route = new RequestRoute(minSeqno);
+export function openRoute(signal: AbortSignal, minSeqno: number | undefined, snapshot = false): RequestRoute {
+  const route = new RequestRoute(minSeqno, snapshot);
   routes.set(signal, route);
   return route;
 }
@@ -193,16 +197,37 @@ export function routeOfRequest(signal: AbortSignal): RequestRoute | undefined {
   return routes.get(signal);
 }
 
-/** Where one request's statements run, and what is known of how fresh the index they read was. */
+/** Where one request's statements run, the snapshot they read, and what is known of how fresh the index they read was. */
 export class RequestRoute {
   readonly minSeqno: number | undefined;
   member: Member | undefined;
   readonly failed = new Set<Member>();
+  /** Present when the request reads one snapshot: then a member that fails ends the request's current run. */
+  snapshot: RequestSnapshot | undefined;
   #hasRead = false;
   #bound: number | undefined;
 
-  constructor(minSeqno: number | undefined) {
+  constructor(minSeqno: number | undefined, snapshot: boolean) {
     this.minSeqno = minSeqno;
+    if (snapshot) this.snapshot = new RequestSnapshot();
+  }
+
+  /** The request is over: its snapshot, if any, is released. */
+  end(): void {
+    this.snapshot?.end();
+  }
+
+  /**
+   * The request runs again from the start (its snapshot was lost with its member): a new snapshot, on a member
+   * chosen afresh among those that have not failed it.
+   */
+  restart(): void {
+    if (this.snapshot === undefined) return;
+    this.snapshot.end();
+    this.snapshot = new RequestSnapshot();
+    this.member = undefined;
+    this.#hasRead = false;
+    this.#bound = undefined;
   }
 
   /** A statement of the request has answered: a member that fails from now on hands it to the primary. */

@@ -106,9 +106,9 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         method: m.getTraces,
         async handle(query, context) {
           const request = tracesQuery(query);
-          const page = new TracePageFinality(request, new TracesJsonWriter(request));
-          const body = await service.streamTraces(request, context, page);
-          return { body, cacheControl: page.cacheControl() };
+          let page: TracePageFinality<Buffer[]> | undefined;
+          const body = await service.streamTraces(request, context, () => (page = new TracePageFinality(request, new TracesJsonWriter(request))));
+          return { body, cacheControl: (page as TracePageFinality<Buffer[]>).cacheControl() };
         },
       },
     ],

@@ -1,0 +1,133 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.ts";
+import { databaseOptions, isSnapshotLost, openDatabase, runQuery, type Database, type Sql } from "../src/db/client.ts";
+import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { startOutageProxy } from "./support/proxy.ts";
+
+// One request, one snapshot: what the data layer guarantees to the statements of a request opened with a snapshot
+// (every request of the service is, see `admitted` in service.ts), whatever commits meanwhile.
+
+const onRealPostgres = process.env.TEST_DATABASE !== "pglite";
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+function open(url: string, env: Record<string, string> = {}): Database {
+  return openDatabase(databaseOptions(loadConfig(env), url, { sharedSession: db.engine === "pglite" }));
+}
+
+/** A masterchain block committed by the test, as the index worker commits one. */
+let nextSeqno = 1;
+async function commitBlock(): Promise<void> {
+  await db.admin`insert into blocks (workchain, shard, seqno) values (-1, -9223372036854775808, ${nextSeqno++})`;
+}
+
+const connectionsInUse = (database: Database) => database.poolStates().reduce((sum, pool) => sum + pool.inUse, 0);
+
+const countBlocks = (signal: AbortSignal, sql: Sql) =>
+  runQuery(signal, sql, "test_count_blocks", (tx) => tx<{ n: number; pid: number }[]>`select count(*)::int as n, pg_backend_pid() as pid from blocks`).then(
+    ([row]) => row as { n: number; pid: number },
+  );
+
+describe("a request's snapshot", () => {
+  let database: Database;
+  beforeAll(() => {
+    database = open(db.url);
+  });
+  afterAll(async () => {
+    await database?.end();
+  });
+
+  it("is what every statement of the request reads, on every connection, whatever commits after its first", async () => {
+    await commitBlock();
+    const request = new AbortController();
+    const route = database.route(request.signal, undefined, true);
+    const first = await countBlocks(request.signal, database.sql);
+    const writes = commitBlock().then(commitBlock);
+    // PGlite runs an open transaction's messages alone: there the writer waits for the request to end.
+    if (onRealPostgres) await writes;
+    // Three at once: beside the anchor on connections of their own (on PostgreSQL), all in the first one's snapshot.
+    const parallel = await Promise.all([database.sql, database.sqlCustomPlan, database.sql].map((sql) => countBlocks(request.signal, sql)));
+    expect(parallel.map((r) => r.n)).toEqual([first.n, first.n, first.n]);
+    if (onRealPostgres) expect(new Set([first.pid, ...parallel.map((r) => r.pid)]).size).toBeGreaterThan(1);
+    route.end();
+    await writes;
+
+    const next = new AbortController();
+    const nextRoute = database.route(next.signal, undefined, true);
+    expect((await countBlocks(next.signal, database.sql)).n).toBe(first.n + 2);
+    nextRoute.end();
+  });
+
+  it("is left as soon as the request ends: its transaction is committed and its connection back in the pool", async () => {
+    const request = new AbortController();
+    const route = database.route(request.signal, undefined, true);
+    await Promise.all([countBlocks(request.signal, database.sql), countBlocks(request.signal, database.sql)]);
+    expect(connectionsInUse(database)).toBeGreaterThan(0);
+    route.end();
+    await expect.poll(() => connectionsInUse(database)).toBe(0);
+    if (onRealPostgres) {
+      const [idle] = await db.admin<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'tonquery' and state like 'idle in transaction%'`;
+      expect(idle?.n).toBe(0);
+    }
+    // Nothing more is run for a request that has ended.
+    await expect(countBlocks(request.signal, database.sql)).rejects.toThrow(/ended/);
+  });
+
+  it("never makes requests wait for each other's connections: each queues its statements on its own anchor", async () => {
+    // One connection in each pool: two requests each hold one as their anchor, and their parallel statements find
+    // no other connection free.
+    const small = open(db.url, { DB_POOL_SIZE: "2" });
+    try {
+      const requests = Array.from({ length: 4 }, async () => {
+        const request = new AbortController();
+        const route = small.route(request.signal, undefined, true);
+        try {
+          const first = await countBlocks(request.signal, small.sql);
+          const rest = await Promise.all([small.sql, small.sqlCustomPlan, small.sql, small.sqlCustomPlan].map((sql) => countBlocks(request.signal, sql)));
+          return rest.every((r) => r.n === first.n);
+        } finally {
+          route.end();
+        }
+      });
+      expect(await Promise.all(requests)).toEqual([true, true, true, true]);
+      await expect.poll(() => connectionsInUse(small)).toBe(0);
+    } finally {
+      await small.end();
+    }
+  });
+});
+
+describe.runIf(onRealPostgres)("a request whose server fails after its snapshot is taken", () => {
+  it("fails as a lost snapshot, never finished elsewhere, and runs again from the start once restarted", async () => {
+    const proxy = await startOutageProxy(db.url);
+    const database = open(proxy.url, { DB_CONNECT_TIMEOUT_MS: "500", DB_PROBE_INTERVAL_MS: "200" });
+    try {
+      const request = new AbortController();
+      const route = database.route(request.signal, undefined, true);
+      await countBlocks(request.signal, database.sql);
+      await proxy.cut();
+      const lost = await countBlocks(request.signal, database.sql).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(isSnapshotLost(lost)).toBe(true);
+      await proxy.restore();
+      // The primary alone: once it answers again, the rerun takes a new snapshot there.
+      route.failed.clear();
+      route.restart();
+      await expect.poll(() => countBlocks(request.signal, database.sql).then((r) => r.n, () => -1), { timeout: 5000 }).toBeGreaterThanOrEqual(0);
+      route.end();
+      await expect.poll(() => connectionsInUse(database)).toBe(0);
+    } finally {
+      await database.end();
+      await proxy.close();
+    }
+  });
+});
