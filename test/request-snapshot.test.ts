@@ -3,6 +3,7 @@ import { loadConfig } from "../src/config.ts";
 import { databaseOptions, isSnapshotLost, openDatabase, runQuery, type Database, type Sql } from "../src/db/client.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { startOutageProxy } from "./support/proxy.ts";
+import { startTestServer } from "./support/server.ts";
 
 // One request, one snapshot: what the data layer guarantees to the statements of a request opened with a snapshot
 // (every request of the service is, see `admitted` in service.ts), whatever commits meanwhile.
@@ -100,6 +101,21 @@ describe("a request's snapshot", () => {
       await expect.poll(() => connectionsInUse(small)).toBe(0);
     } finally {
       await small.end();
+    }
+  });
+});
+
+describe("the snapshots of the service's requests", () => {
+  it("are measured at /metrics: how long each held its anchor connection, and where its statements ran", async () => {
+    const server = await startTestServer(db.url);
+    try {
+      const answer = await server.rest("/api/v3/traces?account=0:0000000000000000000000000000000000000000000000000000000000000001&limit=5");
+      expect(answer.status).toBe(200);
+      const scraped = async () => (await fetch(`${server.baseUrl}/metrics`)).text();
+      await expect.poll(async () => /^tonquery_db_snapshot_hold_seconds_count (\d+)/m.exec(await scraped())?.[1]).toBe("1");
+      expect(await scraped()).toMatch(/^tonquery_db_snapshot_statements_total\{placement="anchor"\} [1-9]/m);
+    } finally {
+      await server.close();
     }
   });
 });

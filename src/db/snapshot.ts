@@ -1,6 +1,7 @@
 import type postgres from "postgres";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { cutIfSilent, leaseConnection } from "./lease.ts";
+import type { StatementTelemetry } from "../observability/telemetry.ts";
 import type { Member } from "./member.ts";
 import { importSnapshot, sendFramed, type Sql, type StatementRun, transactionFrame } from "./statement.ts";
 
@@ -33,6 +34,9 @@ export class RequestSnapshot {
   #member: Member | undefined;
   #taken = false;
   #ended = false;
+  /** Where the request's statements ran, for the metrics; the telemetry is the statements' own. */
+  readonly #placed = { onAnchor: 0, beside: 0 };
+  #telemetry: StatementTelemetry | undefined;
 
   /** The member the snapshot lives on, once it is taken. */
   get member(): Member | undefined {
@@ -51,6 +55,7 @@ export class RequestSnapshot {
    */
   async run<T extends readonly postgres.MaybeRow[]>(stop: AbortSignal, urgent: boolean, member: Member, run: StatementRun<T>): Promise<postgres.RowList<T>> {
     this.#assertOpen();
+    this.#telemetry ??= run.telemetry;
     // An anchor still opening on another member (the request's first choice failed meanwhile) is left to close.
     if (this.#anchor === undefined || (this.#member !== member && !this.#taken)) {
       void this.#anchor?.then(
@@ -58,7 +63,9 @@ export class RequestSnapshot {
         () => {},
       );
       this.#member = member;
-      const opening = openAnchor(stop, urgent, member);
+      const opening = openAnchor(stop, urgent, member, (heldMs) =>
+        this.#telemetry?.snapshotEnded(heldMs / 1000, this.#placed.onAnchor, this.#placed.beside),
+      );
       this.#anchor = opening;
       opening
         .then((anchor) => anchor.opened)
@@ -102,6 +109,7 @@ export class RequestSnapshot {
   async #onAnchor<T extends readonly postgres.MaybeRow[]>(anchor: Anchor, run: StatementRun<T>): Promise<postgres.RowList<T>> {
     if (anchor.closing) throw new ConnectError("the request has ended", Code.Canceled);
     anchor.busy++;
+    this.#placed.onAnchor++;
     try {
       // Sent at once, behind the anchor's begin and export when it is the request's first: no round trip is waited.
       return await sendFramed(anchor.connection, [], run, []);
@@ -123,6 +131,7 @@ export class RequestSnapshot {
       if (anchor.closing) throw new ConnectError("the request has ended", Code.Canceled);
       // Holding a permit, the connection is free at once (see ConnectionGate), unless it has to be opened.
       connection = await leaseConnection(run.pool, stop);
+      this.#placed.beside++;
       const answer = sendFramed(connection, [transactionFrame.beginSnapshot, importSnapshot(id as string)], run, [transactionFrame.commit]);
       cutIfSilent(connection, answer, run.pool.bounds.answerMs);
       return await answer;
@@ -146,7 +155,7 @@ interface Anchor {
   close: () => void;
 }
 
-async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member): Promise<Anchor> {
+async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member, onFreed: (heldMs: number) => void): Promise<Anchor> {
   const pool = member.pools.prepared;
   const release = await pool.gate.acquire(stop, urgent);
   let connection: postgres.ReservedSql;
@@ -156,6 +165,7 @@ async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member): P
     release();
     throw err;
   }
+  const begun = performance.now();
   const begin = connection.unsafe(transactionFrame.beginSnapshot).execute();
   const exported = member.sharedSession ? undefined : (connection as Sql).unsafe<{ id: string }[]>(transactionFrame.exportSnapshot).execute();
   const opened = Promise.all([begin, exported]).then(([, rows]) => rows?.[0]?.id);
@@ -170,6 +180,7 @@ async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member): P
       const free = () => {
         connection.release();
         release();
+        onFreed(performance.now() - begun);
       };
       // After a failed opening this ends the aborted transaction all the same.
       const committed = connection.unsafe(transactionFrame.commit).execute();

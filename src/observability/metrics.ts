@@ -61,6 +61,8 @@ export class Metrics implements AdmissionRecorder {
   readonly #admissionWait: Histogram;
   readonly #statementDuration: Histogram<"statement">;
   readonly #statementTimeouts: Counter<"statement">;
+  readonly #snapshotHold: Histogram;
+  readonly #snapshotStatements: Counter<"placement">;
   // prom-client hashes the label values on every call and allocates a child per labels() call: the series of each
   // label combination are looked up once and kept (the label values are few, see RequestRecord).
   readonly #requestSeries = new Map<string, RequestSeries>();
@@ -103,6 +105,18 @@ export class Metrics implements AdmissionRecorder {
       name: "tonquery_db_statement_timeouts_total",
       help: "Statements PostgreSQL cancelled at STATEMENT_TIMEOUT_MS (SQLSTATE 57014), by statement name.",
       labelNames: ["statement"],
+      registers,
+    });
+    this.#snapshotHold = new Histogram({
+      name: "tonquery_db_snapshot_hold_seconds",
+      help: "How long a request's snapshot held its anchor connection: from its BEGIN to the answer of its COMMIT.",
+      buckets: latencyBuckets,
+      registers,
+    });
+    this.#snapshotStatements = new Counter({
+      name: "tonquery_db_snapshot_statements_total",
+      help: "Statements run in a request's snapshot, by placement: on its anchor connection, or beside it on a connection that imported the snapshot.",
+      labelNames: ["placement"],
       registers,
     });
 
@@ -231,6 +245,12 @@ export class Metrics implements AdmissionRecorder {
     }
     series.duration.observe(seconds);
     if (timedOut) series.timeouts.inc();
+  }
+
+  snapshotEnded(heldSeconds: number, onAnchor: number, beside: number): void {
+    this.#snapshotHold.observe(heldSeconds);
+    if (onAnchor > 0) this.#snapshotStatements.labels("anchor").inc(onAnchor);
+    if (beside > 0) this.#snapshotStatements.labels("beside").inc(beside);
   }
 
   /** The Prometheus text exposition of every metric. */

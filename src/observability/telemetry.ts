@@ -6,6 +6,8 @@ import type { Tracing } from "./tracing.ts";
 export interface StatementTelemetry {
   /** A statement named `statement` is sent; the function returned is called once it has ended (with its error, if it failed). */
   statementStarted(statement: string): (error?: unknown) => void;
+  /** A request's snapshot was let go after holding its anchor connection `heldSeconds`, having run so many statements where. */
+  snapshotEnded(heldSeconds: number, onAnchor: number, beside: number): void;
 }
 
 /**
@@ -19,6 +21,10 @@ export class Telemetry implements StatementTelemetry {
 
   constructor(tracing?: Tracing) {
     this.tracer = tracing?.tracer;
+  }
+
+  snapshotEnded(heldSeconds: number, onAnchor: number, beside: number): void {
+    this.metrics.snapshotEnded(heldSeconds, onAnchor, beside);
   }
 
   statementStarted(statement: string): (error?: unknown) => void {
