@@ -94,6 +94,53 @@ describe("postgres driver", () => {
     }
   });
 
+  it("fails a query sent on a lease whose connection closed and went to another reserve, never running it in that session", async (context) => {
+    if (database.engine === "pglite") context.skip(); // one backend: no pg_terminate_backend
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      const first = await sql.reserve();
+      const [session] = await first<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      const waiting = sql.reserve();
+      await database.admin`select pg_terminate_backend(${session?.pid ?? 0})`;
+      const second = await waiting;
+      const [theirs] = await second<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      // The stale lease's query: without the patch it ran on the reconnected connection, inside second's session.
+      const stale = await first<{ pid: number }[]>`select pg_backend_pid() as pid`.then(
+        (rows) => `answered by ${rows[0]?.pid === theirs?.pid ? "the other holder's session" : "another session"}`,
+        (err: { code?: string }) => err.code,
+      );
+      expect(stale).toBe("CONNECTION_CLOSED");
+      second.release();
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
+  it.runIf(process.env.TEST_DATABASE !== "pglite")("cuts a reserved connection that stopped answering: what it owes fails at once, the pool reconnects", async () => {
+    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    try {
+      const reserved = await sql.reserve();
+      const silent = reserved`select pg_sleep(30)`.then(
+        () => "answered",
+        (err: { code?: string }) => err.code,
+      );
+      const queued = reserved`select 1 as one`.then(
+        () => "answered",
+        (err: { code?: string }) => err.code,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      reserved.destroy();
+      expect(await silent).toBe("CONNECTION_DESTROYED");
+      expect(await queued).toBe("CONNECTION_DESTROYED");
+      // Released after being cut, the connection is not handed out before it has reconnected.
+      reserved.release();
+      const [{ answer }] = (await sql`select 42 as answer`) as unknown as [{ answer: number }];
+      expect(answer).toBe(42);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   it.runIf(process.env.TEST_DATABASE !== "pglite")("reconnects a reserved connection released after its server went away", async () => {
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
