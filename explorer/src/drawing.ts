@@ -1,8 +1,7 @@
 import type { Message } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { svg } from "./dom.ts";
 import { type Names, ton } from "./format.ts";
-import { transactionOutcome } from "./outcome.ts";
-import { messageType } from "./panel.ts";
+import { messageType, transactionOutcome } from "./summary.ts";
 import { type Layout, type Shown, type TraceTree, type TreeNode } from "./tree.ts";
 
 // The trace tree as an SVG picture: transactions as boxes (account, outcome, codes, fee), messages as arrows between
@@ -10,7 +9,7 @@ import { type Layout, type Shown, type TraceTree, type TreeNode } from "./tree.t
 // as "+N" boxes. Elements carry data- attributes naming what they show (data-tx, data-msg, data-more), which the
 // view listens on and the tests read.
 
-export const box = { width: 200, height: 62 };
+export const box = { width: 214, height: 62 };
 /** Between two slots side by side: room for an arrow's labels, which sit to the right of its head. */
 const slotWidth = box.width + 40;
 /** From one level's top to the next: the box, then the arrows with their labels. */
@@ -101,7 +100,8 @@ export function drawTree({ tree, layout, shown, names, pending }: DrawingInput):
 function arrowHead(id: string, className: string): SVGMarkerElement {
   return svg(
     "marker",
-    { attrs: { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" } },
+    // Sized in the drawing's units, so that a thicker (selected) arrow keeps the same head.
+    { attrs: { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" } },
     svg("path", { class: className, attrs: { d: "M 0 0 L 10 5 L 0 10 z" } }),
   );
 }

@@ -4,7 +4,7 @@ import { el, type Child } from "./dom.ts";
 import { type Names, opcodeHex, ton, utcTime, words } from "./format.ts";
 import { accountLink } from "./links.ts";
 import type { Selection } from "./route.ts";
-import { transactionOutcome } from "./outcome.ts";
+import { messageType, transactionOutcome } from "./summary.ts";
 
 // The side panel: every field of the selected transaction or message that a person debugging a trace looks at,
 // with the decoded body, and links to the messages and transactions next to it.
@@ -45,19 +45,15 @@ function selectLink(context: PanelContext, selection: Selection, text: string, t
   return el("button", { class: "link", text, title, attrs: { type: "button", "data-select": `${selection.kind}:${selection.hash}` }, on: { click: () => context.select(selection) } });
 }
 
+/** "the transaction of UQCg…N-qH", naming the account it ran on. */
+function transactionOf(hash: string, context: PanelContext): string {
+  const tx = context.transaction(hash);
+  return tx === undefined ? "transaction" : `the transaction of ${context.names.label(tx.account)}`;
+}
+
 function messageSummary(message: Message): string {
   const type = messageType(message);
   return `${type} · ${ton(message.value ?? "0")}${message.bounced ? " · bounced" : ""}`;
-}
-
-/** What a message is, in a few words: its decoded type, a comment, or its opcode. */
-export function messageType(message: Message): string {
-  const decoded = message.messageContent?.decoded;
-  if (decoded?.comment !== undefined) return `“${decoded.comment.length > 24 ? `${decoded.comment.slice(0, 24)}…` : decoded.comment}”`;
-  if (message.decodedOpcode !== undefined) return message.decodedOpcode;
-  if (decoded?.type !== undefined && decoded.type !== "") return decoded.type;
-  if (message.opcode !== undefined) return opcodeHex(message.opcode);
-  return message.source === undefined ? "external" : "empty body";
 }
 
 export function transactionPanel(tx: Transaction, context: PanelContext): HTMLElement {
@@ -148,8 +144,8 @@ export function messagePanel(found: NonNullable<ReturnType<PanelContext["message
       message.createdLt !== undefined && ["created lt", message.createdLt],
       message.createdAt !== undefined && ["created", utcTime(message.createdAt)],
       message.initState !== undefined && ["state init", hash(message.initState.hash)],
-      senderTx !== undefined && ["sent by", selectLink(context, { kind: "tx", hash: senderTx }, "transaction", senderTx)],
-      ["received by", receiverTx === undefined ? el("span", { class: "muted", text: "no indexed transaction" }) : selectLink(context, { kind: "tx", hash: receiverTx }, "transaction", receiverTx)],
+      senderTx !== undefined && ["sent by", selectLink(context, { kind: "tx", hash: senderTx }, transactionOf(senderTx, context), senderTx)],
+      ["received by", receiverTx === undefined ? el("span", { class: "muted", text: "no indexed transaction" }) : selectLink(context, { kind: "tx", hash: receiverTx }, transactionOf(receiverTx, context), receiverTx)],
     ]),
     el(
       "section",

@@ -25,8 +25,10 @@ export function viewOfSearch(search: string): View {
   if (query !== undefined) return { kind: "search", query };
   const traceId = value("trace");
   if (traceId !== undefined) {
-    const tx = value("tx");
-    const msg = value("msg");
+    // Selections are compared with the API's hashes, which are standard base64.
+    const normal = (hash: string | undefined) => (hash === undefined ? undefined : (standardHash(hash) ?? hash));
+    const tx = normal(value("tx"));
+    const msg = normal(value("msg"));
     const selection: Selection | undefined = tx !== undefined ? { kind: "tx", hash: tx } : msg !== undefined ? { kind: "msg", hash: msg } : undefined;
     return selection === undefined ? { kind: "trace", traceId } : { kind: "trace", traceId, selection };
   }

@@ -54,6 +54,15 @@ class PhraseBuilder {
   }
 }
 
+const rawAddress = /^-?\d+:[0-9A-F]{64}$/;
+
+/** The distinct addresses among an action's detail values, in their order. */
+function detailAddresses(details: Details): string[] {
+  const found = new Set<string>();
+  for (const value of Object.values(details)) if (typeof value === "string" && rawAddress.test(value)) found.add(value);
+  return [...found];
+}
+
 function quoted(comment: string | undefined): string | undefined {
   if (comment === undefined) return undefined;
   return `“${comment.length > 60 ? `${comment.slice(0, 60)}…` : comment}”`;
@@ -149,16 +158,17 @@ export function actionPhrase(action: TraceAction, names: Names): Phrase {
     case "tick_tock":
       say.say("tick-tock");
       break;
-    default:
-      // Any other type: its name, then the accounts it involves (the API lists them for every action).
+    default: {
+      // Any other type: its name, its amount when it has one, then the accounts it involves: those the API lists for
+      // the action, else the addresses its details name.
       say.say(words(action.type));
-      if (action.accounts.length > 0) {
-        say.say("—");
-        action.accounts.forEach((account, i) => {
-          if (i > 0) say.say(",");
-          say.address("", account);
-        });
-      }
+      if (text(d, "amount") !== undefined) say.say(amount(text(d, "amount"), text(d, "asset")));
+      const accounts = action.accounts.length > 0 ? action.accounts : detailAddresses(d);
+      accounts.forEach((account, i) => {
+        say.say(i === 0 ? "—" : ",");
+        say.address("", account);
+      });
+    }
   }
   if (!action.success) say.say("(failed)");
   return say.phrase();

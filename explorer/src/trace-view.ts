@@ -153,10 +153,15 @@ export function renderTrace(container: HTMLElement, answer: TracesAnswer, trace:
     return true;
   };
 
+  /** Brings the selection into view; with none, the root (a wide tree centres its root over many columns). */
   const scrollToSelection = () => {
-    const attribute = selection?.kind === "tx" ? "data-tx" : "data-msg";
-    const target = selection === undefined ? null : canvas.querySelector(`[${attribute}="${CSS.escape(selection.hash)}"]`);
-    target?.scrollIntoView({ block: "nearest", inline: "nearest" });
+    if (selection === undefined) {
+      const root = canvas.querySelector(`[data-index="${tree.roots[0]}"]`);
+      if (root !== null) canvas.scrollLeft = root.getBoundingClientRect().left - canvas.getBoundingClientRect().left - canvas.clientWidth / 2 + 100;
+      return;
+    }
+    const attribute = selection.kind === "tx" ? "data-tx" : "data-msg";
+    canvas.querySelector(`[${attribute}="${CSS.escape(selection.hash)}"]`)?.scrollIntoView({ block: "nearest", inline: "center" });
   };
 
   const select = (next: Selection | undefined, scroll: boolean) => {
