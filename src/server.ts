@@ -53,7 +53,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     ...health.httpProbes(),
     ["/metrics", metricsEndpoint(deps.telemetry.metrics)],
     ...openApiRoutes(deps.config),
-    ...explorerRoutes(),
+    ...explorerRoutes(deps.config),
   ]);
   const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
   const rest = withResponseHeaders(

@@ -13,6 +13,7 @@ import { messageType, transactionOutcome } from "../explorer/src/summary.ts";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { demoJettonTransferHex, usageExamples } from "../src/usage.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { decodedBody, rawRequest } from "./support/raw-http.ts";
 import { rawHttp } from "./support/raw-rpc.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
@@ -214,6 +215,15 @@ describe("/explorer's files", () => {
       expect(asset.status, url).toBe(200);
       expect((await asset.arrayBuffer()).byteLength, url).toBeGreaterThan(100);
       if (url.includes("?v=")) expect(asset.headers.get("cache-control"), url).toBe("public, max-age=604800");
+    }
+    // The script compressed as asked, the same bytes once decoded.
+    const script = linked.find((url) => url.includes("explorer.js")) as string;
+    const plain = await rawRequest(server.baseUrl, `/${script}`, { "accept-encoding": "identity" });
+    for (const coding of ["br", "gzip"]) {
+      const coded = await rawRequest(server.baseUrl, `/${script}`, { "accept-encoding": coding });
+      expect([coded.headers["content-encoding"], coded.headers.vary], coding).toEqual([coding, "Accept-Encoding"]);
+      expect(coded.body.length, coding).toBeLessThan(plain.body.length / 2);
+      expect(decodedBody(coded).equals(plain.body), coding).toBe(true);
     }
     const post = await fetch(`${server.baseUrl}/explorer`, { method: "POST" });
     expect([post.status, post.headers.get("allow")]).toEqual([405, "GET, HEAD"]);

@@ -1,5 +1,7 @@
 import { readFile } from "node:fs/promises";
+import type { Config } from "../config.ts";
 import { publicError } from "../errors.ts";
+import { chooseCoding, type CompressionSettings } from "../rest/compression.ts";
 import { sendJson } from "../rest/router.ts";
 import type { HttpHandler, HttpResponse } from "../single-port.ts";
 import { explorerBundle, type ExplorerBundle } from "./bundle.ts";
@@ -51,12 +53,18 @@ const pageHeaders = { "cache-control": "no-cache", "content-security-policy": co
 const faviconFile = new URL("../../explorer/favicon.svg", import.meta.url);
 let favicon: Promise<Buffer> | undefined;
 
-type Served = { type: string; bytes: Buffer; headers: Record<string, string> };
+type Served = { type: string; bytes: Buffer; headers: Record<string, string>; coded?: { br: Buffer; gzip: Buffer } };
 
-function serve(what: string, load: () => Promise<Served>): HttpHandler {
+function serve(what: string, load: () => Promise<Served>, compression: CompressionSettings): HttpHandler {
   return (req, res) => {
     load().then(
-      (file) => send(res, file, req.method === "HEAD"),
+      (file) => {
+        // The script and the stylesheet go compressed as the REST answers do (COMPRESSION, Accept-Encoding).
+        const coding = file.coded === undefined ? undefined : chooseCoding(req.headers, file.bytes.length, compression);
+        const body = coding === undefined ? file.bytes : (file.coded as NonNullable<Served["coded"]>)[coding];
+        const headers = { ...file.headers, ...(coding === undefined ? {} : { "content-encoding": coding }), ...(file.coded !== undefined && compression.enabled ? { vary: "Accept-Encoding" } : {}) };
+        send(res, { ...file, bytes: body, headers }, req.method === "HEAD");
+      },
       (err: unknown) => sendJson(res, 500, { error: publicError(err, `explorer ${what}`).rawMessage }),
     );
   };
@@ -75,11 +83,12 @@ function send(res: HttpResponse, file: Served, headOnly: boolean): void {
 }
 
 /** The handlers of /explorer and its assets, by exact path (GET and HEAD; the caller refuses other methods). */
-export function explorerRoutes(): ReadonlyMap<string, HttpHandler> {
+export function explorerRoutes(config: Config): ReadonlyMap<string, HttpHandler> {
+  const compression = { enabled: config.compression, minBytes: config.compressionMinBytes };
   return new Map<string, HttpHandler>([
     [
       "/explorer",
-      serve("page", async () => ({ type: "text/html; charset=utf-8", bytes: Buffer.from(pageHtml(await explorerBundle())), headers: pageHeaders })),
+      serve("page", async () => ({ type: "text/html; charset=utf-8", bytes: Buffer.from(pageHtml(await explorerBundle())), headers: pageHeaders }), compression),
     ],
     // A trailing slash would make the page's relative URLs point one folder too deep.
     [
@@ -90,11 +99,11 @@ export function explorerRoutes(): ReadonlyMap<string, HttpHandler> {
         res.end();
       },
     ],
-    ["/explorer/assets/explorer.js", serve("script", async () => ({ ...(await explorerBundle()).script, headers: versioned }))],
-    ["/explorer/assets/explorer.css", serve("stylesheet", async () => ({ ...(await explorerBundle()).stylesheet, headers: versioned }))],
+    ["/explorer/assets/explorer.js", serve("script", async () => ({ ...(await explorerBundle()).script, headers: versioned }), compression)],
+    ["/explorer/assets/explorer.css", serve("stylesheet", async () => ({ ...(await explorerBundle()).stylesheet, headers: versioned }), compression)],
     [
       "/explorer/assets/favicon.svg",
-      serve("favicon", async () => ({ type: "image/svg+xml", bytes: await (favicon ??= readFile(faviconFile)), headers: versioned })),
+      serve("favicon", async () => ({ type: "image/svg+xml", bytes: await (favicon ??= readFile(faviconFile)), headers: versioned }), compression),
     ],
   ]);
 }
