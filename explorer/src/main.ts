@@ -52,7 +52,7 @@ document.addEventListener("click", (event) => {
 window.addEventListener("popstate", () => void show(viewOfSearch(location.search)));
 
 function navigate(view: View): void {
-  history.pushState(null, "", `${location.pathname}${searchOfView(view) || location.pathname.replace(/.*\//, "")}`);
+  history.pushState(null, "", `${location.pathname}${searchOfView(view)}`);
   void show(view);
 }
 

@@ -19,6 +19,11 @@ export interface TraceViewOptions {
   onSelect(selection: Selection | undefined): void;
 }
 
+/** "1 transaction", "5 transactions". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 function stateBanners(trace: Trace): HTMLElement[] {
   const banners: HTMLElement[] = [];
   const info = trace.traceInfo;
@@ -55,7 +60,7 @@ export function renderTrace(container: HTMLElement, answer: TracesAnswer, trace:
       "p",
       { class: "facts" },
       el("span", { class: `badge ${info?.traceState ?? "unknown"}`, text: info?.traceState ?? "unknown state", attrs: { "data-state": info?.traceState } }),
-      ` ${info?.transactions ?? trace.transactions.length} transactions · ${info?.messages ?? "?"} messages · ${utcTime(trace.startUtime)}`,
+      ` ${count(Number(info?.transactions ?? trace.transactions.length), "transaction")} · ${count(Number(info?.messages ?? 0), "message")} · ${utcTime(trace.startUtime)}`,
       trace.endUtime !== undefined && trace.endUtime !== trace.startUtime ? ` to ${utcTime(trace.endUtime).slice(11)}` : "",
       trace.externalHash !== undefined ? ` · external message ${shortHash(trace.externalHash)}` : "",
       trace.mcSeqnoEnd !== undefined ? ` · masterchain ${trace.mcSeqnoStart ?? "?"}–${trace.mcSeqnoEnd}` : "",
