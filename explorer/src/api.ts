@@ -20,7 +20,7 @@ export interface FoundTrace {
 }
 
 /** How many traces one page of an account's list holds. */
-export const pageSize = 20;
+const pageSize = 20;
 
 function first(answer: TracesAnswer): Trace | undefined {
   return answer.traces[0];

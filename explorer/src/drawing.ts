@@ -9,7 +9,7 @@ import { type Layout, type Shown, type TraceTree, type TreeNode } from "./tree.t
 // as "+N" boxes. Elements carry data- attributes naming what they show (data-tx, data-msg, data-more), which the
 // view listens on and the tests read.
 
-export const box = { width: 214, height: 62 };
+const box = { width: 214, height: 62 };
 /** Between two slots side by side: room for an arrow's labels, which sit to the right of its head. */
 const slotWidth = box.width + 40;
 /** From one level's top to the next: the box, then the arrows with their labels. */

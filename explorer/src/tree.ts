@@ -187,10 +187,6 @@ export function shownAncestor(tree: TraceTree, shown: Shown, node: number): numb
   return node;
 }
 
-export function isShown(tree: TraceTree, shown: Shown, node: number): boolean {
-  return shownAncestor(tree, shown, node) === node;
-}
-
 export interface PlacedNode {
   node: number;
   level: number;
