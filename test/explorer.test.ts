@@ -118,6 +118,9 @@ function busyTraces(): Array<{ id: string; txs: GeneratedTx[] }> {
   });
 }
 
+/** A trace whose id is no transaction's hash (the id of a trace whose root the index lacks): found by the id alone. */
+const detached = { id: hashOf("explorer detached trace"), txs: [{ hash: hashOf("detached tx"), lt: 700_000_000n, account: busyAccount.replace(/^0:../, "0:DE"), parent: undefined, inMsg: hashOf("detached msg") }] };
+
 let db: TestDatabase;
 let server: TestServer;
 let browser: Browser | undefined;
@@ -127,7 +130,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   await loadDemoDataset(db.admin);
   big = bigTrace();
-  await insertTraces(db, [big, ...busyTraces()]);
+  await insertTraces(db, [big, ...busyTraces(), detached]);
   server = await startTestServer(db.url);
   if (hasChromium) browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumFlags });
 });
@@ -240,7 +243,7 @@ describe("/explorer's files", () => {
 });
 
 describe("/explorer in headless Chromium", () => {
-  it("opens the recorded USDT transfer by each form of its transaction hash, a message hash and the trace id", async ({ skip }) => {
+  it("opens the recorded USDT transfer by each form of its transaction hash, a message hash and the trace id, and a trace by its id alone", async ({ skip }) => {
     const watched = await openPage(skip);
     const { page } = watched;
     const traceParam = `trace=${base64url(usdt.rootTx).replace(/=+$/, "")}`;
@@ -270,6 +273,12 @@ describe("/explorer in headless Chromium", () => {
     await openTrace(page, `q=${demoJettonTransferHex}`);
     expect(new URL(page.url()).search).toBe(`?${traceParam}&tx=${base64url(usdt.rootTx)}`);
     expect(await page.textContent("h1")).toContain(usdt.rootTx);
+    // A trace id that names no transaction, in each form: the trace opens with nothing selected.
+    for (const form of [base64ToHex(detached.id), detached.id, base64url(detached.id)]) {
+      await openTrace(page, `q=${encodeURIComponent(form)}`);
+      expect(new URL(page.url()).search, form).toBe(`?trace=${base64url(detached.id)}`);
+      expect(await page.$$("svg.tree .selected"), form).toHaveLength(0);
+    }
     await closeClean(watched);
   });
 
