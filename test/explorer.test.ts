@@ -121,6 +121,8 @@ function busyTraces(): Array<{ id: string; txs: GeneratedTx[] }> {
 /** A trace whose id is no transaction's hash (the id of a trace whose root the index lacks): found by the id alone. */
 const detached = { id: hashOf("explorer detached trace"), txs: [{ hash: hashOf("detached tx"), lt: 700_000_000n, account: busyAccount.replace(/^0:../, "0:DE"), parent: undefined, inMsg: hashOf("detached msg") }] };
 
+const undelivered = hashOf("detached undelivered message");
+
 let db: TestDatabase;
 let server: TestServer;
 let browser: Browser | undefined;
@@ -131,6 +133,9 @@ beforeAll(async () => {
   await loadDemoDataset(db.admin);
   big = bigTrace();
   await insertTraces(db, [big, ...busyTraces(), detached]);
+  // A message the detached trace's transaction sent that no transaction has received (yet, once the trace is pending).
+  const sender = detached.txs[0] as GeneratedTx;
+  await db.admin`insert into messages ${db.admin({ tx_hash: sender.hash, tx_lt: String(sender.lt), msg_hash: undelivered, direction: "out", trace_id: detached.id, source: sender.account, destination: busyAccount, value: "5000000", created_lt: String(sender.lt + 1n) })}`;
   server = await startTestServer(db.url);
   if (hasChromium) browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumFlags });
 });
@@ -437,7 +442,7 @@ describe("/explorer in headless Chromium", () => {
     await closeClean(watched);
   });
 
-  it("says so when a trace is pending, and when it is too large to load", async ({ skip }) => {
+  it("says so when a trace is pending (with its messages in flight), and when it is too large to load", async ({ skip }) => {
     const watched = await openPage(skip);
     const { page } = watched;
     await db.admin`update traces set state = 'pending', pending_edges_ = 2 where trace_id = ${usdt.rootTx}`;
@@ -447,6 +452,16 @@ describe("/explorer in headless Chromium", () => {
       expect(await page.textContent("[data-state]")).toBe("pending");
     } finally {
       await db.admin`update traces set state = 'complete', pending_edges_ = 0 where trace_id = ${usdt.rootTx}`;
+    }
+    // A pending trace's message that no transaction received yet: an arrow to an "in flight" end.
+    await db.admin`update traces set state = 'pending', pending_edges_ = 1 where trace_id = ${detached.id}`;
+    try {
+      await openTrace(page, `trace=${base64url(detached.id)}`);
+      expect(await page.textContent("[data-banner=pending]")).toContain("Pending: 1 message is still on the way.");
+      expect(await page.textContent(`[data-msg-end="${undelivered}"]`)).toBe("in flight");
+      expect(await page.textContent(`[data-msg="${undelivered}"] .edge-value`)).toBe("0.005 TON");
+    } finally {
+      await db.admin`update traces set state = 'complete', pending_edges_ = 0 where trace_id = ${detached.id}`;
     }
     const small = await startTestServer(db.url, { MAX_TRACE_TRANSACTIONS: "500" });
     try {
