@@ -85,7 +85,8 @@ export class Names {
     const row = this.#book[address];
     if (row?.domain) return row.domain;
     const info = this.#metadata[address]?.tokenInfo.find((token) => token.name !== undefined && token.name !== "");
-    if (info?.name !== undefined && (info.type === "nft_items" || info.type === "nft_collections" || info.type === "jetton_masters")) return info.name;
+    // Names are the token's own metadata, of any length: long ones are cut (the tooltip has the address).
+    if (info?.name !== undefined && (info.type === "nft_items" || info.type === "nft_collections" || info.type === "jetton_masters")) return info.name.length > 40 ? `${info.name.slice(0, 39)}…` : info.name;
     return shortAddress(row?.userFriendly ?? address);
   }
 
