@@ -4,6 +4,7 @@ import { publicError } from "./errors.ts";
 import { indexSeqnoHeader } from "./index-freshness.ts";
 import { metricsEndpoint, observeRequests, requestIdHeader } from "./observability/requests.ts";
 import type { Telemetry } from "./observability/telemetry.ts";
+import { explorerRoutes } from "./explorer/routes.ts";
 import { openApiRoutes } from "./openapi/routes.ts";
 import { ServiceHealth } from "./ops/health.ts";
 import { reflectionRoutes } from "./ops/reflection.ts";
@@ -33,8 +34,8 @@ const errorInterceptor: Interceptor = (next) => async (request) => {
 /**
  * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
  * gRPC-web for the typed API, gRPC health and reflection, the legacy REST paths, the health probes
- * (/livez, /readyz, /healthz), /metrics, /openapi.json and /docs, and CORS for browsers, all on one port; every
- * request observed (request id, access log, metrics, tracing).
+ * (/livez, /readyz, /healthz), /metrics, /openapi.json, /docs, the trace explorer (/explorer), and CORS for
+ * browsers, all on one port; every request observed (request id, access log, metrics, tracing).
  */
 export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Server {
   const shutdown = new AbortController();
@@ -52,6 +53,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     ...health.httpProbes(),
     ["/metrics", metricsEndpoint(deps.telemetry.metrics)],
     ...openApiRoutes(deps.config),
+    ...explorerRoutes(deps.config),
   ]);
   const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
   const rest = withResponseHeaders(

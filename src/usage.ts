@@ -66,6 +66,10 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
         ]
       : []),
     "",
+    "The trace explorer, in a browser:",
+    `  ${baseUrl}/explorer`,
+    ...(demo ? [`  ${baseUrl}/explorer?q=${demoJettonTransferHex}   (the demo's USDT transfer)`] : []),
+    "",
     `Health: curl ${baseUrl}/healthz`,
     "",
   ];
