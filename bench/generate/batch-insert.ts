@@ -6,7 +6,6 @@ import { type RowSink, type TableName, tables } from "./tables.ts";
 // The generator's rows arrive as COPY text lines; each table's lines go to the server as one JSON array of arrays
 // of text, cast to the column types there, so one statement writes a table's rows whatever their number.
 
-type Sql = postgres.Sql;
 
 /** Tables a live batch or the classifier writes: the generator's, and action_accounts, which only the classifier fills. */
 export const liveColumns = {
@@ -59,7 +58,8 @@ export class LiveInserts {
 
   private constructor() {}
 
-  static async prepare(sql: Sql): Promise<LiveInserts> {
+  /** `sql`: a transaction (see follow.ts on PGlite). */
+  static async prepare(sql: postgres.TransactionSql): Promise<LiveInserts> {
     const inserts = new LiveInserts();
     for (const table of Object.keys(liveColumns) as LiveTable[]) {
       const types = await sql<{ name: string; type: string }[]>`

@@ -5,7 +5,8 @@ import { type ChainStart, type KnownAccount, walletCodeHashes } from "./chain.ts
 // seqnos, an lt above every lt written, the last block's time, and the accounts to take over (the elector and config,
 // the busiest wallets of the last transactions), so that new blocks, lts and account histories go on from there.
 
-type Sql = postgres.Sql;
+/** Run inside a transaction: on PGlite's shared session a statement outside one could interleave with another connection's. */
+type Sql = postgres.TransactionSql;
 
 /** Wallets taken over: the busiest of the last `recentTransactions` transactions, at most this many. */
 const adoptedWallets = 200;

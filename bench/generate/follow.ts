@@ -31,6 +31,12 @@ export interface LiveWriterOptions {
   accounts?: number;
   /** Seed for an empty database; a database with a chain gives the seed (see continuationSeed). */
   seed?: number;
+  /**
+   * Connections (default inFlight + 1: one per batch in flight, one for the classifier). With fewer, batches wait for
+   * a connection. 1 suits PGlite, whose socket runs one transaction at a time anyway and whose shared session fares
+   * better with fewer connections interleaving their messages.
+   */
+  connections?: number;
   /** Stops by itself after this many batches (default: until stop()). */
   maxBatches?: number;
   /** Told of each batch once committed (tests look at the index right then). */
@@ -97,16 +103,20 @@ export async function startLiveWriter(options: LiveWriterOptions): Promise<LiveW
   if (!Number.isInteger(inFlight) || inFlight < 1) throw new Error(`inFlight must be a positive integer, got ${inFlight}`);
   const log = options.log ?? (() => {});
   // One connection per batch in flight, one for the classifier. Each transaction says `read write`: the embedded
-  // demo database makes its one shared session read-only by default.
-  const sql = postgres(options.url, { max: inFlight + 1, ...quiet, connection: { application_name: "tonquery-follow" } });
-  let inserts: LiveInserts;
+  // demo database makes its one shared session read-only by default. Every statement runs in a transaction, reads
+  // included: PGlite's socket gives a connection the session to itself only inside a transaction, and outside one
+  // a statement's messages would interleave with another connection's and destroy its unnamed statement or portal.
+  const sql = postgres(options.url, { max: (options.connections ?? inFlight + 1), ...quiet, connection: { application_name: "tonquery-follow" } });
+  let inserts!: LiveInserts;
   let start: ChainStart | undefined;
-  let recordsBlocks: boolean;
+  let recordsBlocks = false;
   try {
-    inserts = await LiveInserts.prepare(sql);
-    start = await readChainStart(sql);
-    const [present] = await sql<{ present: boolean }[]>`select to_regclass('blocks_classified') is not null as present`;
-    recordsBlocks = present?.present === true;
+    await sql.begin("read only", async (tx) => {
+      inserts = await LiveInserts.prepare(tx);
+      start = await readChainStart(tx);
+      const [present] = await tx<{ present: boolean }[]>`select to_regclass('blocks_classified') is not null as present`;
+      recordsBlocks = present?.present === true;
+    });
   } catch (error) {
     await sql.end({ timeout: 1 });
     throw error;
