@@ -92,7 +92,8 @@ function treeHashes(node: Json | undefined, into: string[] = []): string[] {
   return into;
 }
 
-function restTrace(trace: Json): TraceView {
+/** The view of a trace of a REST answer. */
+export function restTraceView(trace: Json): TraceView {
   const info = trace.trace_info as Json;
   return {
     id: trace.trace_id as string,
@@ -156,7 +157,7 @@ export class DoorClient {
       if (query.account !== undefined) params.set("account", query.account);
       for (const id of query.traceIds ?? []) params.append("trace_id", id);
       const body = await this.rest(`/api/v3/traces?${params}`);
-      return { value: (body.traces as Json[]).map(restTrace), addressBook: keys(body.address_book), metadata: keys(body.metadata) };
+      return { value: (body.traces as Json[]).map(restTraceView), addressBook: keys(body.address_book), metadata: keys(body.metadata) };
     }
     const response = await this.server.client(this.door).getTraces({
       account: query.account,
