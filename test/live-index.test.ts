@@ -11,7 +11,7 @@ import {
   tracesProblems,
 } from "./support/live-answers.ts";
 import { type LiveIndex, oneServerIndex, replicaIndex, replicaIndexUnsupported } from "./support/live-index.ts";
-import { startTraceFlipper } from "./support/trace-flipper.ts";
+import { startTraceFlipper } from "../bench/live/trace-flipper.ts";
 
 // [issue 22: one snapshot per request] Every answer must be one state of the index, while ton-index-worker commits
 // a batch every few milliseconds. These tests ask through every door (REST v3 and v2, Connect, gRPC, gRPC-web) while

@@ -6,7 +6,7 @@ import {
   GetMasterchainInfoResponseSchema,
   GetTracesResponseSchema,
 } from "../../gen/tonquery/v1/service_pb.ts";
-import type { FlippedState } from "./trace-flipper.ts";
+import type { FlippedState } from "../../bench/live/trace-flipper.ts";
 import type { RpcProtocol, TestServer } from "./server.ts";
 
 // Asking a moving index through every door, and judging each answer on its own: does it hold together, as an answer
