@@ -1392,6 +1392,10 @@ export class ChainGenerator {
 
     let lt = Math.max(this.baseLt + 1, a.nextLt[id] as number);
     if (node.inKind === "int" && lt <= node.createdLt) lt = node.createdLt + 1;
+    // Follow mode: a trace's new transaction comes after all its others, so the batch's trace row has a higher end_lt
+    // than the committed one and the worker's upsert (`where traces.end_lt < excluded.end_lt`) takes it; a lower lt
+    // (a busy account of another branch ran ahead) would leave the row counting fewer transactions than are visible.
+    if (this.live !== undefined && lt <= trace.endLt) lt = trace.endLt + 1;
     const txIndex = this.txCounter++;
     const txHash = this.hasher.base64(HashKind.transaction, txIndex);
     node.txHash = txHash;
