@@ -62,7 +62,8 @@ export class Classifier {
     await this.sql.begin("read write", async (tx) => {
       if (actions.length > 0) await this.inserts.write(tx, "actions", actions);
       if (actionAccounts.length > 0) await this.inserts.write(tx, "action_accounts", actionAccounts);
-      await tx`update traces set classification_state = 'ok' where trace_id = any(${batch.map((t) => t.traceId)}::text[])`;
+      // Compared as tonhash, not text: the primary key serves it, where text would scan every trace.
+      await tx`update traces set classification_state = 'ok' where trace_id = any(${batch.map((t) => t.traceId)}::text[]::tonhash[])`;
       if (this.recordsBlocks) await tx`insert into blocks_classified (mc_seqno) select unnest(${blocks}::int[]) on conflict do nothing`;
     });
     // Taken off only once committed: a failed commit leaves them for the next try.

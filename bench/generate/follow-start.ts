@@ -30,7 +30,7 @@ export async function readChainStart(sql: Sql): Promise<ChainStart | undefined> 
       l.last_trans_lt::text, l.data_hash, l.code_hash
     from recent r join latest_account_states l on l.account = r.account
     where l.account_status = 'active' and l.last_trans_hash is not null
-      and (l.code_hash = any(${walletCodeHashes as string[]}::text[]) or l.account like '-1:%')
+      and (l.code_hash = any(${walletCodeHashes as string[]}::text[]::tonhash[]) or l.account like '-1:%')
     order by (l.account like '-1:%') desc, r.n desc, l.account
     limit ${adoptedWallets + 2}`;
   // Every lt the chain writes is above the newest one, with room for the messages a transaction creates after it.
