@@ -24,6 +24,11 @@ export interface BenchOptions {
   mixedProbeIntervalMs: number;
   mixedWarmupMs: number;
   mixedDurationMs: number;
+  /**
+   * Masterchain blocks per second the live writer (bench/generate/follow.ts) appends during a second run of each
+   * mixed scenario (ids ending in .writer); 0: no writer. It writes to the bench's database.
+   */
+  writerRate: number;
   /** "raw": requests pre-encoded once, responses read as bytes (status checked, first one decoded); "sdk": @connectrpc clients. */
   client: "raw" | "sdk";
   /** Measure the SQL floor (off: only the server is measured). */
@@ -64,6 +69,9 @@ bench/results/<timestamp>.json and bench/results/latest.md.
   --mixed-warmup-ms N     mixed scenario: heavy load and probes run unmeasured first (default 3000)
   --mixed-duration-ms N   mixed scenario: measured time; requests in flight at its end are waited for up to
                           --max-run-ms (default 20000)
+  --writer-rate N         each mixed scenario runs a second time (mixed.rest.writer, ...) while the live writer
+                          appends N masterchain blocks a second to the bench's database, as ton-index-worker does
+                          (default 0: no writer; the database keeps what the writer appended)
   --client raw|sdk        raw (default): pre-encoded requests, bytes read; sdk: @connectrpc clients (decode cost included)
   --no-floor              skip the SQL floor
   --no-explain            skip EXPLAIN
@@ -106,6 +114,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       "mixed-probe-interval-ms": { type: "string" },
       "mixed-warmup-ms": { type: "string" },
       "mixed-duration-ms": { type: "string" },
+      "writer-rate": { type: "string" },
       client: { type: "string" },
       "no-floor": { type: "boolean" },
       "no-explain": { type: "boolean" },
@@ -148,6 +157,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     mixedProbeIntervalMs: wholeNumber(values["mixed-probe-interval-ms"] ?? "50", "--mixed-probe-interval-ms"),
     mixedWarmupMs: wholeNumber(values["mixed-warmup-ms"] ?? "3000", "--mixed-warmup-ms"),
     mixedDurationMs: wholeNumber(values["mixed-duration-ms"] ?? "20000", "--mixed-duration-ms"),
+    writerRate: wholeNumber(values["writer-rate"] ?? "0", "--writer-rate"),
     client,
     floor: !values["no-floor"],
     explain: !values["no-explain"] && !quick,

@@ -105,7 +105,7 @@ async function main(): Promise<number> {
   const dataset = await readDataset(admin);
   await admin.end({ timeout: 5 });
   const allCases = buildCases(dataset);
-  const allScenarios = buildMixedScenarios(allCases);
+  const allScenarios = buildMixedScenarios(allCases, options.writerRate);
   const allIds = [...allCases.map((c) => c.id), ...allScenarios.map((s) => s.id)];
   const cases = allCases.filter((c) => caseSelected(c.id, options.cases, allIds));
   // A quick run is for iterating on the cases; the mixed load (a minute of its own) runs only when named.

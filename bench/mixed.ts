@@ -6,6 +6,8 @@
 // reach the server. A probe client waits --mixed-probe-interval-ms (50) between the starts of its requests: back to
 // back, a fast masterchainInfo loop would take a core of its own and measure its own load, not the heavy pages'.
 // All loops run together through a warm-up into the measured time (load.ts, runSimultaneously).
+// With --writer-rate N each scenario also runs as <id>.writer, with the live writer appending N masterchain blocks
+// a second to the database from before the warm-up to the end: the same loads on an index that moves.
 
 import type { BenchOptions, Protocol } from "./args.ts";
 import type { BenchCase } from "./cases.ts";
@@ -13,6 +15,7 @@ import { createProtocolClient } from "./clients.ts";
 import { runSimultaneously } from "./load.ts";
 import { cpuMeter, type ServerProcess } from "./monitor.ts";
 import type { MixedLoadRequests, MixedLoadResult } from "./report.ts";
+import { startLiveWriter } from "./generate/follow.ts";
 
 const heavyCase = "traces.hot.l1000";
 const probeCases = ["masterchainInfo", "traces.tx_hash.actions"];
@@ -25,20 +28,26 @@ export interface MixedScenario {
   heavyProtocol: Protocol;
   heavy: BenchCase;
   probes: BenchCase[];
+  /** Masterchain blocks a second the live writer appends meanwhile; 0: none. */
+  writerRate: number;
 }
 
 /** The scenarios the data allows (they need a hot account and a complete trace), built from the cases. */
-export function buildMixedScenarios(cases: readonly BenchCase[]): MixedScenario[] {
+export function buildMixedScenarios(cases: readonly BenchCase[], writerRate = 0): MixedScenario[] {
   const byId = (id: string) => cases.find((c) => c.id === id);
   const heavy = byId(heavyCase);
   const probes = probeCases.map(byId).filter((c) => c !== undefined);
   if (heavy === undefined || probes.length < probeCases.length) return [];
-  return heavyProtocols.map((protocol) => ({ id: `mixed.${protocol}`, heavyProtocol: protocol, heavy, probes }));
+  const still = heavyProtocols.map((protocol) => ({ id: `mixed.${protocol}`, heavyProtocol: protocol, heavy, probes, writerRate: 0 }));
+  // The writer's runs come after all the others: it grows the database they read.
+  const moving = writerRate > 0 ? still.map((s) => ({ ...s, id: `${s.id}.writer`, writerRate })) : [];
+  return [...still, ...moving];
 }
 
 export function describeMixedScenario(s: MixedScenario, options: Pick<BenchOptions, "mixedHeavyClients" | "mixedProbeClients" | "mixedProbeIntervalMs">): string {
   const probes = s.probes.map((p) => p.id).join(" and ");
-  return `${options.mixedHeavyClients} clients loop ${s.heavy.id} over ${s.heavyProtocol} while ${options.mixedProbeClients} per probe loop ${probes} over rest, one request per ${options.mixedProbeIntervalMs} ms at most`;
+  const writer = s.writerRate > 0 ? `, the live writer appending ${s.writerRate} masterchain blocks a second` : "";
+  return `${options.mixedHeavyClients} clients loop ${s.heavy.id} over ${s.heavyProtocol} while ${options.mixedProbeClients} per probe loop ${probes} over rest, one request per ${options.mixedProbeIntervalMs} ms at most${writer}`;
 }
 
 /** What the scenario reads about the bench's database: the backends connected to it (their CPU) and when it is idle. */
@@ -59,6 +68,7 @@ export async function runMixedScenario(s: MixedScenario, options: BenchOptions, 
   ];
   const meter = cpuMeter(server);
   let peakRssMb = Number.NaN;
+  const writer = s.writerRate > 0 ? await startLiveWriter({ url: options.databaseUrl, rate: s.writerRate }) : undefined;
   try {
     const results = await runSimultaneously(loads, {
       warmupMs: options.mixedWarmupMs,
@@ -74,6 +84,7 @@ export async function runMixedScenario(s: MixedScenario, options: BenchOptions, 
         }
       },
     });
+    const written = await writer?.stop();
     const spent = meter.spentMs(new Set(await database.backends()));
     // Requests aborted at the bound may still keep the server and PostgreSQL busy: let them finish first.
     if (results.some((r) => r.aborted)) {
@@ -88,8 +99,13 @@ export async function runMixedScenario(s: MixedScenario, options: BenchOptions, 
       requests: results.map(({ role, case: id, restPath, protocol, clients, stats }) => ({ role, case: id, restPath, protocol, clients, stats })),
       cpuCores: { server: spent.server / options.mixedDurationMs, postgres: spent.postgres / options.mixedDurationMs },
       peakRssMb,
+      writer:
+        written === undefined
+          ? undefined
+          : { rate: s.writerRate, batchesPerSecond: written.batches / written.seconds, transactionsPerSecond: written.transactions / written.seconds },
     };
   } finally {
+    await writer?.stop().catch(() => {});
     await Promise.all(loads.map((l) => l.client.close()));
   }
 }

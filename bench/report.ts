@@ -42,6 +42,8 @@ export interface MixedLoadResult {
   /** CPU over the measured time in cores: the server process, the PostgreSQL backends of the bench's database. */
   cpuCores: { server: number; postgres: number };
   peakRssMb: number;
+  /** The live writer during the run (scenarios .writer): asked rate and what it committed (--writer-rate). */
+  writer?: { rate: number; batchesPerSecond: number; transactionsPerSecond: number };
 }
 
 export interface CaseResult {
@@ -119,6 +121,10 @@ export function failuresText(stats: LatencyStats): string {
 
 const failedCount = (stats: LatencyStats) => stats.errors + stats.deadlineExceeded + stats.censored;
 
+function writerText(w: NonNullable<MixedLoadResult["writer"]>): string {
+  return `live writer: ${fmt(w.batchesPerSecond, 1)} masterchain blocks/s committed (${w.rate}/s asked), ${fmt(w.transactionsPerSecond, 0)} transactions/s`;
+}
+
 /** The console lines of a mixed-load scenario's result. */
 export function mixedText(r: MixedLoadResult): string {
   const lat = (v: number) => latency(v, r.drainMs).padStart(7);
@@ -127,6 +133,7 @@ export function mixedText(r: MixedLoadResult): string {
       `  ${q.role.padEnd(5)} ${q.case.padEnd(24)} ${q.protocol.padEnd(5)} c=${String(q.clients).padEnd(3)} n=${String(q.stats.n).padEnd(6)} p50 ${lat(q.stats.p50)} ms  p99 ${lat(q.stats.p99)} ms  max ${lat(q.stats.max)} ms  failed: ${failuresText(q.stats)}`,
   );
   lines.push(`  CPU over the measured time: server ${fmt(r.cpuCores.server, 2)} cores, PostgreSQL ${fmt(r.cpuCores.postgres, 2)} cores; peak RSS ${fmt(r.peakRssMb, 0)} MB`);
+  if (r.writer !== undefined) lines.push(`  ${writerText(r.writer)}`);
   return lines.join("\n");
 }
 
@@ -250,8 +257,11 @@ export function evaluateTargets(
     failures: [],
   });
 
-  if (mixed.length > 0) {
-    const requests = mixed.flatMap((m) => m.requests.map((q) => ({ scenario: m.scenario, drainMs: m.drainMs, ...q })));
+  // Issue 14's targets are for an index at rest: the runs with the live writer (--writer-rate) are reported beside
+  // them, not judged by them.
+  const still = mixed.filter((m) => m.writer === undefined);
+  if (still.length > 0) {
+    const requests = still.flatMap((m) => m.requests.map((q) => ({ scenario: m.scenario, drainMs: m.drainMs, ...q })));
     const probes = requests.filter((q) => q.role === "probe");
     const heavy = requests.filter((q) => q.role === "heavy");
     const worst = probes.reduce<(typeof probes)[number] | undefined>((w, q) => (w === undefined || !(q.stats.p99 <= w.stats.p99) ? q : w), undefined);
@@ -412,7 +422,8 @@ export function markdown(result: BenchResult): string {
     }
     out.push("");
     for (const m of result.mixed) {
-      out.push(`- ${m.scenario}: server ${fmt(m.cpuCores.server, 2)} cores, PostgreSQL ${fmt(m.cpuCores.postgres, 2)} cores over the measured time; peak RSS ${fmt(m.peakRssMb, 0)} MB.`);
+      const writer = m.writer === undefined ? "" : `; ${writerText(m.writer)}`;
+      out.push(`- ${m.scenario}: server ${fmt(m.cpuCores.server, 2)} cores, PostgreSQL ${fmt(m.cpuCores.postgres, 2)} cores over the measured time; peak RSS ${fmt(m.peakRssMb, 0)} MB${writer}.`);
     }
     out.push("", "Requests: " + [...new Map(result.mixed.flatMap((m) => m.requests.map((q) => [q.case, q.restPath] as const))).entries()].map(([id, path]) => `${id} \`${escapeCell(path)}\``).join(", ") + ".");
   }

@@ -186,6 +186,9 @@ function codeTable(hasher: Hasher): CodeInfo[] {
   ];
 }
 
+/** Code hashes of the wallets toncenter recognises by hash (v4r2, v5r1, v3r2): what follow mode takes over as wallets. */
+export const walletCodeHashes: readonly string[] = codeTable(new Hasher(0)).slice(0, 3).map((code) => code.hash);
+
 const Code = {
   walletV4: 0,
   walletV5: 1,
@@ -252,6 +255,11 @@ class Accounts {
   zeroQueryId = new Uint8Array(0);
   /** Genesis state written to account_states. */
   genesisWritten = new Uint8Array(0);
+  /**
+   * Accounts taken over from a database the chain continues (follow mode): their last transaction, state and data
+   * hashes as the database has them, which stand for the derived ones until the account's first new transaction.
+   */
+  readonly known = new Map<number, KnownAccount>();
 
   private grow(): void {
     const capacity = Math.max(1024, this.capacity * 2);
@@ -408,6 +416,8 @@ class Trace {
   endLt = 0;
   endUtime = 0;
   mcEnd = 0;
+  /** Messages sent to a transaction of the trace that has not run yet (follow mode writes them as pending_edges_). */
+  inFlightMessages = 0;
 }
 
 interface BlockStats {
@@ -424,6 +434,65 @@ export interface GeneratorOptions {
   sink: RowSink;
   /** Called after every round; awaited, so the sink can apply backpressure. */
   afterRound?: (progress: Progress) => Promise<void> | void;
+  /** Follow mode: the chain goes on round by round (`step()`), written as ton-index-worker writes a live index. */
+  live?: LiveOptions;
+}
+
+/**
+ * How the chain is written when it follows a live index (bench/generate/follow.ts): no transaction count, each
+ * round is a batch of its own, traces are written at every round they grow in, and their actions are handed over
+ * for a later classification instead of being written with the trace.
+ */
+export interface LiveOptions {
+  /** Where the chain already in the database ends; undefined for an empty database (the chain starts afresh). */
+  start: ChainStart | undefined;
+  /** Mean transactions a round starts (the generator's own mean is knobs.txPerShardBlock per shard). */
+  transactionsPerRound: number;
+  /** Accounts of the chain's own population (besides those taken over from the database). */
+  accounts: number;
+  /**
+   * Rounds a message takes to reach another block, per round the generator would take: with the number of
+   * batches in flight here, two batches in flight together never hold transactions of one trace, so a batch that
+   * commits before an earlier one never shows a trace counting transactions not yet visible.
+   */
+  deliverySpacing: number;
+  /** A trace is complete (its row in this round's batch): its action and action_accounts lines, for the classifier. */
+  classifiable(traceId: string, mcSeqno: number, rows: { actions: string[]; actionAccounts: string[] }): void;
+}
+
+/** The end of a chain already in a database: what a chain continuing it must go on from. */
+export interface ChainStart {
+  /** The first masterchain seqno to write. */
+  mcSeqno: number;
+  /** An lt above every lt in the database (a multiple of 1,000,000). */
+  lt: number;
+  /** The time of the first new masterchain block. */
+  utime: number;
+  /** The next seqno of each workchain-0 shard, by shard id (int64 text), where the database has blocks of it. */
+  shardSeqnos: ReadonlyMap<string, number>;
+  /** Accounts to take over, the busiest wallets first (they become the chain's busiest wallets). */
+  accounts: readonly KnownAccount[];
+}
+
+/** An account as latest_account_states has it. */
+export interface KnownAccount {
+  address: string;
+  stateHash: string;
+  balance: number;
+  status: "uninit" | "active" | "frozen";
+  timestamp: number;
+  lastTransHash: string;
+  lastTransLt: number;
+  dataHash: string | null;
+  codeHash: string | null;
+}
+
+/** What one round of follow mode wrote. */
+export interface RoundInfo {
+  mcSeqno: number;
+  transactions: number;
+  tracesStarted: number;
+  tracesCompleted: number;
 }
 
 export interface Progress {
@@ -511,8 +580,17 @@ export class ChainGenerator {
   private readonly firstUtime: number;
   private readonly unclassifiedFrom: number;
 
+  private readonly live: LiveOptions | undefined;
+  /** Follow mode: traces and accounts a transaction of the current round touched. */
+  private readonly touchedTraces = new Set<Trace>();
+  private readonly touchedAccounts = new Set<number>();
+  private roundTransactions = 0;
+  private roundStarted = 0;
+  private roundCompleted = 0;
+
   constructor(options: GeneratorOptions) {
-    this.n = options.transactions;
+    this.live = options.live;
+    this.n = options.live === undefined ? options.transactions : Number.MAX_SAFE_INTEGER;
     this.random = new Random(options.seed);
     this.hasher = new Hasher(options.seed);
     this.sink = options.sink;
@@ -537,10 +615,20 @@ export class ChainGenerator {
     this.lt0 = Math.round(48_818_110 + (this.mc0 - 40_035_138) * 1.0692) * 1_000_000;
     this.shardSeqno0 = this.shardIds.map(() => 45_381_794 + Math.round((this.mc0 - 40_035_138) * 1.12) + this.random.int(5000));
     this.unclassifiedFrom = knobs.unclassifiedTail > 0 ? this.n - knobs.unclassifiedTail : Number.POSITIVE_INFINITY;
+    const start = this.live?.start;
+    if (start !== undefined) {
+      this.utime = start.utime;
+      this.firstUtime = start.utime;
+      this.mc0 = start.mcSeqno;
+      this.lt0 = start.lt;
+      this.shardSeqno0 = this.shardIds.map((id, s) => start.shardSeqnos.get(id) ?? (this.shardSeqno0[s] as number));
+    }
 
-    const giants = Math.floor(this.n / knobs.giantTraceEvery);
+    // A live chain has no end to place giant traces before (and a 4000-transaction trace per batch is no live load).
+    const giants = this.live === undefined ? Math.floor(this.n / knobs.giantTraceEvery) : 0;
     for (let i = 0; i < giants; i++) this.giantAt.push(Math.floor(((i + 0.5) * this.n) / giants));
     this.createAccounts();
+    if (start !== undefined) this.adoptAccounts(start.accounts);
   }
 
   // ---- Accounts ----
@@ -574,7 +662,7 @@ export class ChainGenerator {
   private createAccounts(): void {
     const r = this.random;
     const a = this.accounts;
-    const base = Math.max(300, Math.round(this.n * knobs.baseAccountsPerTransaction));
+    const base = this.live !== undefined ? Math.max(300, this.live.accounts) : Math.max(300, Math.round(this.n * knobs.baseAccountsPerTransaction));
 
     const system = (byte: number, code: number) => {
       const id = a.add(-1, Buffer.alloc(32, byte), 0, Kind.system, code, Status.active, 0);
@@ -661,6 +749,46 @@ export class ChainGenerator {
       a.nextLt[id] = (a.lastLt[id] as number) + 2;
       a.lastNow[id] = this.utime - Math.round(before);
       a.seqno[id] = r.int(5000);
+    }
+  }
+
+  /**
+   * Follow mode: the accounts the database already has take over accounts of the new population, so that the chain
+   * goes on with them: the elector and config (fixed addresses), and the database's busiest wallets in the place of
+   * the new population's busiest ones. Each keeps its address, code, balance and last transaction, so its next
+   * transaction links to the one in the database.
+   */
+  private adoptAccounts(known: readonly KnownAccount[]): void {
+    const a = this.accounts;
+    const walletCodes = new Map([Code.walletV4, Code.walletV5, Code.walletV3].map((code) => [(this.codes[code] as CodeInfo).hash, code]));
+    const byAddress = new Map(known.map((k) => [k.address, k]));
+    const take = (id: number, k: KnownAccount) => {
+      const [workchain, hex] = k.address.split(":") as [string, string];
+      const bytes = Buffer.from(hex, "hex");
+      a.address.set(bytes, id * 32);
+      a.raw[id] = k.address;
+      a.workchain[id] = Number(workchain);
+      a.shard[id] = Number(workchain) === -1 ? 0 : (bytes[0] as number) >> (8 - knobs.shardPrefixBits);
+      a.status[id] = Status[k.status];
+      a.balance[id] = k.balance;
+      a.lastLt[id] = k.lastTransLt;
+      a.nextLt[id] = k.lastTransLt + 2;
+      a.lastNow[id] = k.timestamp;
+      // Its state is in account_states already.
+      a.genesisWritten[id] = 1;
+      a.known.set(id, k);
+    };
+    for (const id of [this.elector, this.config]) {
+      const k = byAddress.get(a.raw[id] as string);
+      if (k !== undefined) take(id, k);
+    }
+    let rank = 0;
+    for (const k of known) {
+      const code = k.codeHash === null ? undefined : walletCodes.get(k.codeHash);
+      if (code === undefined || k.status !== "active" || !k.address.startsWith("0:") || rank >= this.wallets.length) continue;
+      const id = this.wallets[rank++] as number;
+      take(id, k);
+      a.code[id] = code;
     }
   }
 
@@ -1219,6 +1347,7 @@ export class ChainGenerator {
     const a = this.accounts;
     if (a.status[id] === Status.nonexist) return nonexistStateHash;
     const state = a.state[id] as number;
+    if (state < 0 && a.known.has(id)) return (a.known.get(id) as KnownAccount).stateHash;
     return state < 0 ? this.hasher.base64(HashKind.accountState, 2 ** 40 + id) : this.hasher.base64(HashKind.accountState, state);
   }
 
@@ -1226,7 +1355,16 @@ export class ChainGenerator {
     const a = this.accounts;
     if (a.status[id] !== Status.active) return null;
     const data = a.data[id] as number;
+    if (data < 0 && a.known.has(id)) return (a.known.get(id) as KnownAccount).dataHash;
     return data < 0 ? this.hasher.base64(HashKind.accountData, 2 ** 40 + id) : this.hasher.base64(HashKind.accountData, data);
+  }
+
+  /** The hash of the account's last transaction: the dataset's, the database's (an adopted account) or the pre-dataset one. */
+  private lastTransactionHash(id: number): string {
+    const a = this.accounts;
+    const last = a.lastTx[id] as number;
+    if (last < 0 && a.known.has(id)) return (a.known.get(id) as KnownAccount).lastTransHash;
+    return this.hasher.base64(HashKind.transaction, last < 0 ? 2 ** 40 + id : last);
   }
 
   private codeHash(id: number): string | null {
@@ -1254,6 +1392,10 @@ export class ChainGenerator {
 
     let lt = Math.max(this.baseLt + 1, a.nextLt[id] as number);
     if (node.inKind === "int" && lt <= node.createdLt) lt = node.createdLt + 1;
+    // Follow mode: a trace's new transaction comes after all its others, so the batch's trace row has a higher end_lt
+    // than the committed one and the worker's upsert (`where traces.end_lt < excluded.end_lt`) takes it; a lower lt
+    // (a busy account of another branch ran ahead) would leave the row counting fewer transactions than are visible.
+    if (this.live !== undefined && lt <= trace.endLt) lt = trace.endLt + 1;
     const txIndex = this.txCounter++;
     const txHash = this.hasher.base64(HashKind.transaction, txIndex);
     node.txHash = txHash;
@@ -1336,6 +1478,7 @@ export class ChainGenerator {
       this.sink.write("messages", `${txHash}\t${lt}\t${this.mcSeqno}\t${child.msgHash}\t\\N\tout\t${traceId}\t${child.msgTail}\n`);
       this.totals.messages++;
       if (child.dropped) continue;
+      trace.inFlightMessages++;
       if (child.delay === 0 && !master) this.queue.push(child);
       else this.schedule(child);
     }
@@ -1380,7 +1523,7 @@ export class ChainGenerator {
 
     // The transaction row.
     const prevTx = a.lastTx[id] as number;
-    const prevHash = origStatus === Status.nonexist && prevTx < 0 ? zeroHash : this.hasher.base64(HashKind.transaction, prevTx < 0 ? 2 ** 40 + id : prevTx);
+    const prevHash = origStatus === Status.nonexist && prevTx < 0 ? zeroHash : this.lastTransactionHash(id);
     const prevLt = origStatus === Status.nonexist && prevTx < 0 ? 0 : (a.lastLt[id] as number);
     const tick = node.inKind === "none";
     const creditPh = internal ? `\\N\t${credit}\t{}` : "\\N\t\\N\t\\N";
@@ -1409,6 +1552,12 @@ export class ChainGenerator {
     block.txCount++;
     if (nextLt > block.endLt) block.endLt = nextLt;
     trace.executed++;
+    if (node.inKind === "int") trace.inFlightMessages--;
+    if (this.live !== undefined) {
+      this.touchedTraces.add(trace);
+      this.touchedAccounts.add(id);
+      this.roundTransactions++;
+    }
     trace.edges += (node.inKind === "none" ? 0 : 1) + node.logs;
     if (lt > trace.endLt) trace.endLt = lt;
     if (now > trace.endUtime) trace.endUtime = now;
@@ -1425,7 +1574,7 @@ export class ChainGenerator {
   }
 
   private schedule(node: Node): void {
-    const round = this.round + Math.max(1, node.delay);
+    const round = this.round + Math.max(1, node.delay) * (this.live?.deliverySpacing ?? 1);
     const list = this.scheduled.get(round);
     if (list === undefined) this.scheduled.set(round, [node]);
     else list.push(node);
@@ -1437,17 +1586,36 @@ export class ChainGenerator {
     if (trace.executed > this.totals.largest) this.totals.largest = trace.executed;
     const pending = trace.pendingEdges > 0;
     if (pending) this.totals.pending++;
+    if (this.live !== undefined) {
+      // The row goes with the round's other trace rows (endRound); the classifier writes the actions later.
+      this.roundCompleted++;
+      if (!pending) {
+        const rows = { actions: [] as string[], actionAccounts: [] as string[] };
+        for (const action of trace.actions) this.actionRows(trace, action, rows);
+        this.live.classifiable(trace.id, this.mcSeqno, rows);
+      }
+      return;
+    }
     const classified = !pending && this.planned < this.unclassifiedFrom;
-    this.sink.write(
-      "traces",
-      `${trace.id}\t${trace.externalHash ?? NULL}\t${trace.externalNorm ?? NULL}\t${trace.mcStart}\t${trace.mcEnd}\t${trace.startLt}\t${trace.startUtime}\t` +
-        `${trace.endLt}\t${trace.endUtime}\t${pending ? "pending" : "complete"}\t${trace.pendingEdges}\t${trace.edges}\t${trace.executed}\t` +
-        `${classified ? "ok" : "unclassified"}\n`,
-    );
-    if (classified) for (const action of trace.actions) this.writeAction(trace, action);
+    this.sink.write("traces", this.traceLine(trace, classified ? "ok" : "unclassified"));
+    if (classified) for (const action of trace.actions) this.sink.write("actions", this.actionRows(trace, action).actions[0] as string);
   }
 
-  private writeAction(trace: Trace, action: ActionSpec): void {
+  /**
+   * The trace's row as it stands: complete, or pending while messages of it are on their way (a live trace still
+   * growing, or one whose last message is never delivered).
+   */
+  private traceLine(trace: Trace, classification: "ok" | "unclassified"): string {
+    const pendingEdges = trace.pendingEdges + trace.inFlightMessages;
+    return (
+      `${trace.id}\t${trace.externalHash ?? NULL}\t${trace.externalNorm ?? NULL}\t${trace.mcStart}\t${trace.mcEnd}\t${trace.startLt}\t${trace.startUtime}\t` +
+      `${trace.endLt}\t${trace.endUtime}\t${pendingEdges > 0 ? "pending" : "complete"}\t${pendingEdges}\t${trace.edges}\t${trace.executed}\t` +
+      `${classification}\n`
+    );
+  }
+
+  /** The action's row (and, in follow mode, its action_accounts rows), appended to `rows`. */
+  private actionRows(trace: Trace, action: ActionSpec, rows = { actions: [] as string[], actionAccounts: [] as string[] }): { actions: string[]; actionAccounts: string[] } {
     const a = this.accounts;
     const addr = (id: number | undefined | null) => (id === undefined || id === null ? NULL : (a.raw[id] as string));
     let startLt = Number.POSITIVE_INFINITY;
@@ -1466,6 +1634,13 @@ export class ChainGenerator {
       if (node.mcSeqno > mcEnd) mcEnd = node.mcSeqno;
     }
     const actionId = this.hasher.base64(HashKind.action, this.actionCounter++);
+    if (this.live !== undefined) {
+      // The classifier lists every account an action involves, once each.
+      const involved = new Set([action.source, action.sourceSecondary, action.destination, action.destinationSecondary].filter((id) => id !== undefined));
+      for (const id of involved) {
+        rows.actionAccounts.push(`${actionId}\t${trace.id}\t${a.raw[id]}\t${trace.endLt}\t${endLt}\t${trace.endUtime}\t${endUtime}\n`);
+      }
+    }
     const tonTransfer = action.type === "ton_transfer" ? copyText(composite([action.comment ?? null, false])) : NULL;
     const j = action.jetton;
     const jettonTransfer =
@@ -1474,8 +1649,7 @@ export class ChainGenerator {
     const dexTransfer = (t: DexTransfer) =>
       composite([t.amount, t.asset === null ? null : addr(t.asset), addr(t.source), addr(t.destination), t.sourceJettonWallet === null ? null : addr(t.sourceJettonWallet), t.destinationJettonWallet === null ? null : addr(t.destinationJettonWallet)]);
     const swap = s === undefined ? NULL : copyText(composite([s.dex, addr(action.source), dexTransfer(s.incoming), dexTransfer(s.outgoing), "{}", null]));
-    this.sink.write(
-      "actions",
+    rows.actions.push(
       `${trace.id}\t${actionId}\t${startLt}\t${endLt}\t${startUtime}\t${endUtime}\t${addr(action.source)}\t${addr(action.sourceSecondary)}\t` +
         `${addr(action.destination)}\t${addr(action.destinationSecondary)}\t${addr(action.asset)}\t\\N\t${addr(action.asset2)}\t\\N\t` +
         `${action.opcode === undefined || action.opcode === null ? NULL : action.opcode >>> 0}\t${plainArray(hashes)}\t${action.type}\t${tonTransfer}\t` +
@@ -1483,6 +1657,7 @@ export class ChainGenerator {
         `${trace.externalHash ?? NULL}\t${trace.externalNorm ?? NULL}\t${trace.endUtime}\t${mcEnd}\t${trace.mcEnd}\t\\N\t{}\t{}\n`,
     );
     this.totals.actions++;
+    return rows;
   }
 
   // ---- Rounds and blocks ----
@@ -1530,18 +1705,52 @@ export class ChainGenerator {
     this.utime += r.range(knobs.roundSeconds[0], knobs.roundSeconds[1]);
   }
 
+  /** One round: a masterchain block and a block per shard, with the transactions they hold. */
+  private playRound(target: number): void {
+    this.beginRound();
+    this.queue = this.scheduled.get(this.round) ?? [];
+    this.scheduled.delete(this.round);
+    for (let i = 0; i < knobs.tickTocksPerMcBlock && this.planned < this.n; i++) {
+      this.tickTock(i % 2 === 0 ? this.elector : this.config);
+      this.roundStarted++;
+    }
+    const want = target * (0.6 + 0.8 * this.random.float());
+    for (let started = 0; started < want && this.planned < this.n; ) {
+      started += this.startTrace(this.n - this.planned);
+      this.roundStarted++;
+    }
+    for (let i = 0; i < this.queue.length; i++) this.execute(this.queue[i] as Node);
+    this.endRound();
+  }
+
+  /**
+   * Follow mode: the next round, written to the sink as one batch of the worker would write it: the blocks and what
+   * they hold, the row of every trace that grew in it, and the latest state of every account it touched.
+   */
+  step(): RoundInfo {
+    const live = this.live;
+    if (live === undefined) throw new Error("step() is for follow mode (the live option)");
+    this.roundTransactions = 0;
+    this.roundStarted = 0;
+    this.roundCompleted = 0;
+    this.playRound(live.transactionsPerRound);
+    for (const trace of this.touchedTraces) this.sink.write("traces", this.traceLine(trace, "unclassified"));
+    for (const id of this.touchedAccounts) {
+      // As in the generated tables, an account that does not exist (a bounce to nowhere) has no latest state.
+      if (this.accounts.status[id] !== Status.nonexist) this.sink.write("latest_account_states", this.latestStateLine(id));
+    }
+    this.touchedTraces.clear();
+    this.touchedAccounts.clear();
+    const info = { mcSeqno: this.mcSeqno, transactions: this.roundTransactions, tracesStarted: this.roundStarted, tracesCompleted: this.roundCompleted };
+    this.round++;
+    return info;
+  }
+
   async run(): Promise<Summary> {
-    const r = this.random;
+    if (this.live !== undefined) throw new Error("run() generates a fixed chain; follow mode goes round by round with step()");
     const target = knobs.txPerShardBlock * this.shards;
     for (this.round = 0; ; this.round++) {
-      this.beginRound();
-      this.queue = this.scheduled.get(this.round) ?? [];
-      this.scheduled.delete(this.round);
-      for (let i = 0; i < knobs.tickTocksPerMcBlock && this.planned < this.n; i++) this.tickTock(i % 2 === 0 ? this.elector : this.config);
-      const want = target * (0.6 + 0.8 * r.float());
-      for (let started = 0; started < want && this.planned < this.n; ) started += this.startTrace(this.n - this.planned);
-      for (let i = 0; i < this.queue.length; i++) this.execute(this.queue[i] as Node);
-      this.endRound();
+      this.playRound(target);
       if (this.afterRound !== undefined) await this.afterRound({ transactions: this.txCounter, rounds: this.round + 1, tracesInFlight: this.inFlight });
       if (this.planned >= this.n && this.scheduled.size === 0 && this.inFlight === 0) break;
       if (this.planned >= this.n && this.scheduled.size === 0) throw new Error(`${this.inFlight} traces never finished`);
@@ -1559,13 +1768,7 @@ export class ChainGenerator {
     for (let id = 0; id < a.count; id++) {
       const status = a.status[id] as number;
       if (status === Status.nonexist) continue;
-      const touched = (a.lastTx[id] as number) >= 0;
-      const lastHash = this.hasher.base64(HashKind.transaction, touched ? (a.lastTx[id] as number) : 2 ** 40 + id);
-      this.sink.write(
-        "latest_account_states",
-        `${a.raw[id]}\t\\N\t${this.stateHash(id)}\t${a.balance[id]}\t{}\t${statusNames[status]}\t${a.lastNow[id]}\t${lastHash}\t${a.lastLt[id]}\t\\N\t` +
-          `${this.dataHash(id) ?? NULL}\t${this.codeHash(id) ?? NULL}\t\\N\t\\N\n`,
-      );
+      this.sink.write("latest_account_states", this.latestStateLine(id));
       if (a.kind[id] === Kind.jettonWallet) {
         const info = this.jettons[a.jetton[id] as number] as JettonInfo;
         this.sink.write(
@@ -1603,6 +1806,14 @@ export class ChainGenerator {
       const ids = [...new Set(code.methods.map(getMethodId))].sort((x, y) => x - y);
       this.sink.write("contract_methods", `${code.hash}\t${plainArray(ids)}\n`);
     }
+  }
+
+  private latestStateLine(id: number): string {
+    const a = this.accounts;
+    return (
+      `${a.raw[id]}\t\\N\t${this.stateHash(id)}\t${a.balance[id]}\t{}\t${statusNames[a.status[id] as number]}\t${a.lastNow[id]}\t` +
+      `${this.lastTransactionHash(id)}\t${a.lastLt[id]}\t\\N\t${this.dataHash(id) ?? NULL}\t${this.codeHash(id) ?? NULL}\t\\N\t\\N\n`
+    );
   }
 
   private summary(): Summary {

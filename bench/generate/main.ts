@@ -1,11 +1,14 @@
 import { parseArgs } from "node:util";
+import { startLiveWriter } from "./follow.ts";
 import { generateData, RefusedError } from "./load.ts";
 
 // npm run generate-data -- --transactions N [--seed S] [--database-url URL] [--create] [--force]
+// npm run generate-data -- --follow --rate N [--in-flight K] [--database-url URL]
 
 const usage = `Fills a ton-index-worker (schema 1.2.10) database with a synthetic, deterministic chain.
 
 Usage: npm run generate-data -- --transactions N [options]
+       npm run generate-data -- --follow --rate N [follow options]
 
   --transactions N     transactions to generate (exactly N), required
   --seed S             seed (default 1); the same seed and N give identical rows
@@ -15,6 +18,15 @@ Usage: npm run generate-data -- --transactions N [options]
                        database with rows is refused
   --index-parallelism K  connections building indexes at the same time (default 2)
   --help               this text
+
+Follow mode (--follow) keeps appending to the database as ton-index-worker writes a live index, from where its
+chain ends (or from scratch in an empty database with the schema), until interrupted (Ctrl-C), then prints what
+it wrote. See bench/generate/README.md.
+  --rate N             masterchain blocks (one batch, one transaction each) per second; 0 for as fast as it goes
+  --in-flight K        batches written at the same time (default 3, like the worker's --max-insert-actors)
+  --transactions-per-block N   mean transactions a masterchain block starts (default 20)
+  --classifier-lag-ms N        time from a trace's completing commit to its classification (default 200)
+  --batches N          stop after N batches (default: until interrupted)
 
 The big tables (blocks, shard_state, transactions, messages, message_contents, account_states,
 latest_account_states, traces, actions) are loaded without their primary keys, indexes and foreign keys, which
@@ -47,6 +59,12 @@ async function main(): Promise<void> {
         create: { type: "boolean", default: false },
         force: { type: "boolean", default: false },
         "index-parallelism": { type: "string" },
+        follow: { type: "boolean", default: false },
+        rate: { type: "string" },
+        "in-flight": { type: "string" },
+        "transactions-per-block": { type: "string" },
+        "classifier-lag-ms": { type: "string" },
+        batches: { type: "string" },
         help: { type: "boolean", default: false },
       },
       strict: true,
@@ -56,6 +74,10 @@ async function main(): Promise<void> {
   }
   if (parsed.help) {
     process.stdout.write(`${usage}\n`);
+    return;
+  }
+  if (parsed.follow) {
+    await follow(parsed);
     return;
   }
   const transactions = integer("transactions", parsed.transactions);
@@ -104,6 +126,48 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+}
+
+function databaseUrl(given: string | undefined): { url: string; redacted: string } {
+  const url = given ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench";
+  const redacted = new URL(url);
+  if (redacted.password) redacted.password = "***";
+  return { url, redacted: redacted.toString() };
+}
+
+async function follow(parsed: Record<string, string | boolean | undefined>): Promise<void> {
+  const rate = integer("rate", parsed.rate as string | undefined);
+  const { url, redacted } = databaseUrl(parsed["database-url"] as string | undefined);
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const writer = await startLiveWriter({
+    url,
+    rate: rate === 0 ? Number.POSITIVE_INFINITY : rate,
+    inFlight: integer("in-flight", parsed["in-flight"] as string | undefined, 3),
+    transactionsPerBlock: integer("transactions-per-block", parsed["transactions-per-block"] as string | undefined, 20),
+    classifierLagMs: integer("classifier-lag-ms", parsed["classifier-lag-ms"] as string | undefined, 200),
+    maxBatches: parsed.batches === undefined ? undefined : integer("batches", parsed.batches as string),
+    log,
+  });
+  const start = writer.start;
+  log(
+    start === undefined
+      ? `following ${redacted}: the database has no chain, starting one`
+      : `following ${redacted} from masterchain block ${start.mcSeqno} (lt ${start.lt}), ${start.accounts.length} accounts taken over`,
+  );
+  const stop = () => void writer.stop();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  const stats = await writer.done;
+  process.off("SIGINT", stop);
+  process.off("SIGTERM", stop);
+  log("");
+  log(
+    `wrote masterchain blocks ${stats.firstMcSeqno ?? "-"}..${stats.lastMcSeqno ?? "-"}: ${stats.batches} batches in ${stats.seconds.toFixed(1)} s ` +
+      `(${(stats.batches / stats.seconds).toFixed(1)}/s, ${stats.outOfOrderCommits} committed before an earlier one), ${stats.transactions} transactions, ` +
+      `${stats.tracesStarted} traces started, ${stats.tracesCompleted} completed, ${stats.tracesClassified} classified in ${stats.classifierCommits} commits`,
+  );
+  log("rows per table:");
+  for (const [table, count] of Object.entries(stats.rows)) log(`  ${table.padEnd(22)} ${count.toLocaleString("en").padStart(12)}`);
 }
 
 await main();
