@@ -107,7 +107,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         async handle(query, context) {
           const request = tracesQuery(query);
           const page = new TracePageFinality(request, new TracesJsonWriter(request));
-          const body = await service.streamTraces(request, context, page);
+          const body = await service.getTracesInto(request, context, page);
           return { body, cacheControl: page.cacheControl() };
         },
       },

@@ -1,0 +1,285 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
+import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { type LiveAppender, startLiveAppender, testAccounts } from "./support/live-appender.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
+import { rpcProtocols, type RpcProtocol, startTestServer, type TestServer } from "./support/server.ts";
+import { blockOfId, openSse, openWs, sseEvents } from "./support/stream-clients.ts";
+
+// Live streams (issue 24) against a live writer: every door (Connect, gRPC, gRPC-web, SSE, WebSocket) delivers the
+// same blocks, in masterchain order, though the writer commits its batches out of order; a stream cut and resumed
+// from its last position gets exactly what it missed; a stalled consumer is ended with its position and resumes
+// losslessly; one reader serves every stream.
+//
+// The writer is test/support/live-appender.ts (see there); switching to issue 22's `--follow` writer is the one
+// line that starts it.
+
+const accounts = testAccounts(6);
+/** The accounts the streams follow: a trace matches when one of its transactions is on one of them. */
+const followed = [accounts[0] as string, accounts[3] as string];
+const firstSeqno = 1000;
+
+let db: TestDatabase;
+let server: TestServer;
+let writer: LiveAppender;
+
+/** What the writer's blocks after `after` up to `upTo` hold for the followed accounts: seqno → trace ids. */
+function expected(after: number, upTo: number, follow: readonly string[] = followed): [number, string[]][] {
+  const out: [number, string[]][] = [];
+  for (let seqno = after + 1; seqno <= upTo; seqno++) {
+    const block = writer.blocks.get(seqno);
+    if (block === undefined) throw new Error(`block ${seqno} was not written`);
+    const traces = block.traces.filter((t) => t.accounts.some((a) => follow.includes(a))).map((t) => t.traceId);
+    if (traces.length > 0) out.push([seqno, traces.sort()]);
+  }
+  return out;
+}
+
+/** Reads an RPC stream until a message past `upTo`, or `count` messages; returns the block messages read. */
+async function readRpc(
+  protocol: RpcProtocol,
+  request: { resumeAfter?: number; accounts?: string[] },
+  until: (message: StreamTracesResponse) => boolean,
+): Promise<[number, string[]][]> {
+  const controller = new AbortController();
+  const out: [number, string[]][] = [];
+  try {
+    for await (const message of server.client(protocol).streamTraces({ accounts: followed, includeTransactions: true, ...request }, { signal: controller.signal })) {
+      if (!message.heartbeat) out.push([message.position, message.traces.map((t) => t.traceId).sort()]);
+      if (until(message)) break;
+    }
+  } finally {
+    controller.abort();
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  writer = startLiveAppender(db.url, { firstSeqno, accounts, inFlight: 3, intervalMs: 30, classifyDelayMs: 200 });
+  // An index that already holds blocks when the service starts.
+  await writer.append(2);
+  server = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "1000", STREAM_ACTIONS_WAIT_MS: "3000", STREAM_RESUME_WINDOW_BLOCKS: "300" });
+}, 60_000);
+
+afterAll(async () => {
+  await writer?.close();
+  await server?.close();
+  await db?.drop();
+});
+
+describe("StreamTraces and the REST streams against a live writer", () => {
+  it("every door delivers the same blocks, in masterchain order, each once, though batches commit out of order", async () => {
+    const from = firstSeqno - 1;
+    writer.start();
+    const target = writer.next + 12;
+    try {
+      const done = (seqno: number) => seqno >= target;
+      const rpc = rpcProtocols.map((protocol) => readRpc(protocol, { resumeAfter: from }, (m) => done(m.position)));
+      const sse = (async () => {
+        const controller = new AbortController();
+        const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: followed }, { "last-event-id": String(from) }, controller.signal);
+        expect(response.status).toBe(200);
+        expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        const blocks = new Map<number, Set<string>>();
+        const ids: string[] = [];
+        let first = true;
+        try {
+          for await (const event of sseEvents(response.body as ReadableStream<Uint8Array>)) {
+            if (first) {
+              expect(event).toMatchObject({ event: "connected", data: '{"status":"subscribed"}' });
+              first = false;
+              continue;
+            }
+            const id = event.id as string;
+            ids.push(id);
+            const seqno = blockOfId(id);
+            if (event.event === "event") {
+              const json = JSON.parse(event.data) as { type: string; finality: string; transactions: { trace_id: string; account: string }[] };
+              expect(json.type).toBe("transactions");
+              expect(json.finality).toBe("finalized");
+              for (const tx of json.transactions) expect(followed).toContain(tx.account);
+              const set = blocks.get(seqno) ?? new Set();
+              for (const tx of json.transactions) set.add(tx.trace_id);
+              blocks.set(seqno, set);
+            }
+            if (done(seqno)) break;
+          }
+        } finally {
+          controller.abort();
+        }
+        return { blocks: [...blocks].map(([seqno, set]): [number, string[]] => [seqno, [...set].sort()]), ids };
+      })();
+      const ws = (async () => {
+        const client = await openWs(server.baseUrl);
+        client.send({ operation: "subscribe", id: "s1", types: ["transactions"], addresses: followed, last_event_id: String(from) });
+        expect(await client.next()).toEqual({ id: "s1", status: "subscribed" });
+        const blocks = new Map<number, Set<string>>();
+        for (;;) {
+          const message = (await client.next()) as { type: string; event_id: string; transactions?: { trace_id: string }[] };
+          const seqno = blockOfId(message.event_id);
+          if (message.type === "transactions") {
+            const set = blocks.get(seqno) ?? new Set();
+            for (const tx of message.transactions ?? []) set.add(tx.trace_id);
+            blocks.set(seqno, set);
+          }
+          if (done(seqno)) break;
+        }
+        client.close();
+        return [...blocks].map(([seqno, set]): [number, string[]] => [seqno, [...set].sort()]);
+      })();
+      const [connect, grpc, grpcWeb] = await Promise.all(rpc);
+      const [sseResult, wsResult] = await Promise.all([sse, ws]);
+      const upTo = Math.min(...[connect, grpc, grpcWeb, sseResult.blocks, wsResult].map((blocks) => (blocks[blocks.length - 1] as [number, string[]])[0]));
+      const want = expected(from, upTo);
+      expect(want.length).toBeGreaterThan(5);
+      const cut = (blocks: [number, string[]][]) => blocks.filter(([seqno]) => seqno <= upTo);
+      expect(cut(connect)).toEqual(want);
+      expect(cut(grpc)).toEqual(want);
+      expect(cut(grpcWeb)).toEqual(want);
+      expect(cut(sseResult.blocks)).toEqual(want);
+      expect(cut(wsResult)).toEqual(want);
+      // SSE ids: strictly increasing, every block's last event "N", the others "N:k".
+      const order = sseResult.ids.map((id) => id.split(":").map(Number) as [number, number?]);
+      for (let i = 1; i < order.length; i++) {
+        const [a, ak] = order[i - 1] as [number, number?];
+        const [b, bk] = order[i] as [number, number?];
+        expect(b > a || (b === a && ak !== undefined && (bk === undefined || bk > ak))).toBe(true);
+      }
+    } finally {
+      await writer.stop();
+    }
+  });
+
+  it("a stream cut mid-way and resumed from its last position gets exactly the blocks it missed", async () => {
+    writer.start();
+    try {
+      const from = (writer.next as number) - 4;
+      // First half: until three blocks with traces have come.
+      let count = 0;
+      const first = await readRpc("connect", { resumeAfter: from }, (m) => !m.heartbeat && ++count >= 3);
+      const last = (first[first.length - 1] as [number, string[]])[0];
+      const target = writer.next + 6;
+      const second = await readRpc("grpc", { resumeAfter: last }, (m) => m.position >= target);
+      const upTo = (second[second.length - 1] as [number, string[]])[0];
+      expect([...first, ...second]).toEqual(expected(from, upTo));
+    } finally {
+      await writer.stop();
+    }
+  });
+
+  it("SSE resumes exactly after a Last-Event-ID in the middle of a block", async () => {
+    const from = firstSeqno - 1;
+    // Every account: blocks have several events, so an id "N:k" exists.
+    const subscription = { types: ["transactions", "actions"], addresses: accounts };
+    const read = async (headers: Record<string, string>, stopAfter: number) => {
+      const controller = new AbortController();
+      const response = await openSse(server.baseUrl, subscription, headers, controller.signal);
+      const events: { id: string; data: string }[] = [];
+      try {
+        for await (const event of sseEvents(response.body as ReadableStream<Uint8Array>)) {
+          if (event.event !== "event") continue;
+          events.push({ id: event.id as string, data: event.data });
+          if (events.length >= stopAfter) break;
+        }
+      } finally {
+        controller.abort();
+      }
+      return events;
+    };
+    const whole = await read({ "last-event-id": String(from) }, 12);
+    const middle = whole.findIndex((event) => event.id.includes(":"));
+    expect(middle).toBeGreaterThanOrEqual(0);
+    const resumed = await read({ "last-event-id": (whole[middle] as { id: string }).id }, 12 - middle - 1);
+    expect(resumed).toEqual(whole.slice(middle + 1));
+  });
+});
+
+describe("refusals, as toncenter's clients expect them", () => {
+  it("min_finality other than finalized is a 400 saying only committed data is served", async () => {
+    const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: followed, min_finality: "pending" });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: string };
+    expect(body.error).toMatch(/committed \(finalized\) blocks only/);
+  });
+
+  it("too many addresses is a 400 (SSE), INVALID_ARGUMENT (RPC)", async () => {
+    const many = testAccounts(1001, -1);
+    expect(server.config.streamMaxAddresses).toBe(1000);
+    const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: many });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: string }).error).toMatch(/too many addresses/);
+    const error = await readRpc("connect", { accounts: many }, () => true).catch((err: unknown) => ConnectError.from(err));
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+  });
+
+  it("a position older than the resume window is refused with the oldest one accepted", async () => {
+    const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: followed }, { "last-event-id": "5" });
+    expect(response.status).toBe(410);
+    const body = (await response.json()) as { error: string; code: string; position: number };
+    expect(body.code).toBe("OutOfRange");
+    expect(body.error).toMatch(/older than the resume window/);
+    const error = await readRpc("grpc", { resumeAfter: 5 }, () => true).catch((err: unknown) => ConnectError.from(err));
+    expect((error as ConnectError).code).toBe(Code.OutOfRange);
+    expect((error as ConnectError).metadata.get("tonquery-stream-position")).toBe(String(body.position));
+  });
+
+  it("a WebSocket answers ping, unsubscribe and unknown operations as toncenter's does", async () => {
+    const client = await openWs(server.baseUrl);
+    client.send({ operation: "ping", id: "p" });
+    expect(await client.next()).toEqual({ id: "p", status: "pong" });
+    client.send({ operation: "subscribe", id: "bad", types: ["transactions"], addresses: followed, min_finality: "confirmed" });
+    expect(await client.next()).toMatchObject({ id: "bad", error: expect.stringMatching(/not served/) });
+    client.send({ operation: "subscribe", id: "s", types: ["transactions"], addresses: followed });
+    expect(await client.next()).toEqual({ id: "s", status: "subscribed" });
+    client.send({ operation: "unsubscribe", id: "u" });
+    expect(await client.next()).toEqual({ id: "u", status: "unsubscribed" });
+    client.send({ operation: "nope", id: "n" });
+    expect(await client.next()).toMatchObject({ id: "n", error: expect.stringMatching(/unknown operation/) });
+    client.close();
+  });
+});
+
+describe("one reader for every stream", () => {
+  it("the statements per block do not grow with the number of streams", async () => {
+    const statements = async () => {
+      const metrics = await scrapeMetrics(server.baseUrl);
+      const count = (name: string) => metrics.count("tonquery_db_statement_duration_seconds", { statement: name });
+      return { blockTraces: count("stream_block_traces"), tracePage: count("trace_page") };
+    };
+    const run = async (streams: number) => {
+      const controller = new AbortController();
+      const start = writer.next - 1;
+      const before = await statements();
+      const readers = Array.from({ length: streams }, (_, i) =>
+        (async () => {
+          try {
+            for await (const message of server
+              .client(rpcProtocols[i % 3] as RpcProtocol)
+              .streamTraces({ accounts: followed, includeTransactions: true, resumeAfter: start }, { signal: controller.signal })) {
+              void message;
+            }
+          } catch {
+            // aborted below
+          }
+        })(),
+      );
+      await writer.append(4);
+      // Until the hub has handed out the last block written.
+      const last = writer.next - 1;
+      await readRpc("connect", { resumeAfter: last - 1 }, (m) => m.position >= last);
+      controller.abort();
+      await Promise.all(readers);
+      const after = await statements();
+      return { blocks: last - start, blockTraces: after.blockTraces - before.blockTraces, tracePage: after.tracePage - before.tracePage };
+    };
+    const one = await run(1);
+    const many = await run(30);
+    // Each block's traces are read once, and its trace rows once per read covering every stream: not per stream.
+    expect(one.blockTraces).toBeLessThanOrEqual(one.blocks + 2);
+    expect(many.blockTraces).toBeLessThanOrEqual(many.blocks + 2);
+    expect(many.tracePage).toBeLessThanOrEqual(2 * many.blocks + 2);
+  });
+});
