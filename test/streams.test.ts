@@ -1,4 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { existsSync } from "node:fs";
+import { chromium } from "playwright-core";
+import { rolldown } from "rolldown";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
@@ -57,7 +60,8 @@ async function readRpc(
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  writer = startLiveAppender(db.url, { firstSeqno, accounts, inFlight: 3, intervalMs: 30, classifyDelayMs: 200 });
+  // Bodies of 4 kB: a block's message is tens of kilobytes, so a client that stops reading fills HTTP/2's window soon.
+  writer = startLiveAppender(db.url, { firstSeqno, accounts, inFlight: 3, intervalMs: 30, classifyDelayMs: 200, bodyBytes: 4000 });
   // An index that already holds blocks when the service starts.
   await writer.append(2);
   server = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "1000", STREAM_ACTIONS_WAIT_MS: "3000", STREAM_RESUME_WINDOW_BLOCKS: "300" });
@@ -153,9 +157,9 @@ describe("StreamTraces and the REST streams against a live writer", () => {
   });
 
   it("a stream cut mid-way and resumed from its last position gets exactly the blocks it missed", async () => {
+    const from = writer.next - 4;
     writer.start();
     try {
-      const from = (writer.next as number) - 4;
       // First half: until three blocks with traces have come.
       let count = 0;
       const first = await readRpc("connect", { resumeAfter: from }, (m) => !m.heartbeat && ++count >= 3);
@@ -193,6 +197,58 @@ describe("StreamTraces and the REST streams against a live writer", () => {
     expect(middle).toBeGreaterThanOrEqual(0);
     const resumed = await read({ "last-event-id": (whole[middle] as { id: string }).id }, 12 - middle - 1);
     expect(resumed).toEqual(whole.slice(middle + 1));
+  });
+});
+
+describe("a client that stops reading", () => {
+  it("is ended with RESOURCE_EXHAUSTED and its position, and resumes from it without loss", async () => {
+    // A second instance on the same index, with a buffer of two blocks.
+    const small = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "5000", STREAM_BUFFER_BLOCKS: "2" });
+    const from = writer.next - 1;
+    writer.start();
+    try {
+      const received: [number, string[]][] = [];
+      const stream = small.client("grpc").streamTraces({ accounts: followed, includeTransactions: true, resumeAfter: from })[Symbol.asyncIterator]();
+      let ended: ConnectError | undefined;
+      const take = async () => {
+        const next = await stream.next();
+        if (next.done) throw new Error("the stream ended without an error");
+        if (!next.value.heartbeat) received.push([next.value.position, next.value.traces.map((t) => t.traceId).sort()]);
+      };
+      await take();
+      await take();
+      // The client reads nothing while the index moves on, until the server has ended the stream.
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        if ((await scrapeMetrics(small.baseUrl)).value("tonquery_stream_slow_consumer_ends_total", { door: "rpc" }) > 0) break;
+      }
+      try {
+        for (;;) await take();
+      } catch (err) {
+        ended = ConnectError.from(err);
+      }
+      expect(ended?.code).toBe(Code.ResourceExhausted);
+      const position = Number(ended?.metadata.get("tonquery-stream-position"));
+      // Its position is the last block it received: everything up to it arrived, nothing after it.
+      expect(position).toBe((received[received.length - 1] as [number, string[]])[0]);
+      const target = writer.next + 3;
+      const rest = await (async () => {
+        const out: [number, string[]][] = [];
+        const controller = new AbortController();
+        for await (const message of small.client("connect").streamTraces({ accounts: followed, includeTransactions: true, resumeAfter: position }, { signal: controller.signal })) {
+          if (!message.heartbeat) out.push([message.position, message.traces.map((t) => t.traceId).sort()]);
+          if (message.position >= target) break;
+        }
+        controller.abort();
+        return out;
+      })();
+      const upTo = (rest[rest.length - 1] as [number, string[]])[0];
+      expect([...received, ...rest]).toEqual(expected(from, upTo));
+    } finally {
+      await writer.stop();
+      await small.close();
+    }
   });
 });
 
@@ -281,5 +337,67 @@ describe("one reader for every stream", () => {
     expect(one.blockTraces).toBeLessThanOrEqual(one.blocks + 2);
     expect(many.blockTraces).toBeLessThanOrEqual(many.blocks + 2);
     expect(many.tracePage).toBeLessThanOrEqual(2 * many.blocks + 2);
+  });
+});
+
+const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const hasChromium = existsSync(chromiumPath);
+
+interface BrowserBlock {
+  position: number;
+  traces: string[];
+}
+
+describe("browser clients in headless Chromium", () => {
+  it("EventSource, connect-web's gRPC-web and Google's grpc-web (text mode, unary and streaming) deliver the same blocks", async ({ skip }) => {
+    if (!hasChromium && process.env.CI) throw new Error(`CI: no Chromium at ${chromiumPath}`);
+    skip(!hasChromium, `no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);
+    // The page's script: the clients as each library ships them, bundled for the browser.
+    const bundle = await rolldown({ input: new URL("./browser/streams-entry.ts", import.meta.url).pathname, platform: "browser", logLevel: "silent" });
+    const { output } = await bundle.generate({ format: "iife" });
+    await bundle.close();
+    const browser = await chromium.launch({ executablePath: chromiumPath });
+    const from = writer.next - 1;
+    writer.start();
+    try {
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+      await page.goto(`${server.baseUrl}/livez`);
+      await page.addScriptTag({ content: (output[0] as { code: string }).code });
+      const target = writer.next + 6;
+      const request = { accounts: followed, includeTransactions: true, resumeAfter: from };
+      const query = `types=transactions&addresses=${followed.map(encodeURIComponent).join(",")}&last_event_id=${from}`;
+      const result = await page.evaluate(
+        async ({ baseUrl, request, query, target }) => {
+          const t = (globalThis as unknown as { streamsTest: Record<string, (...args: unknown[]) => Promise<unknown>> }).streamsTest;
+          const [sse, connectWeb, textStream, unary] = await Promise.all([
+            t.eventSourceBlocks(baseUrl, query, target),
+            t.connectWebBlocks(baseUrl, request, target),
+            t.grpcWebTextStream(baseUrl, request, target),
+            t.grpcWebTextUnary(baseUrl),
+          ]);
+          return { sse, connectWeb, textStream, unary };
+        },
+        { baseUrl: server.baseUrl, request, query, target },
+      );
+      expect(problems).toEqual([]);
+      const sse = (result.sse as { blocks: BrowserBlock[] }).blocks.map((b): [number, string[]] => [b.position, b.traces]);
+      const connectWeb = (result.connectWeb as BrowserBlock[]).map((b): [number, string[]] => [b.position, b.traces]);
+      const text = (result.textStream as BrowserBlock[]).map((b): [number, string[]] => [b.position, b.traces]);
+      const upTo = Math.min(...[sse, connectWeb, text].map((blocks) => (blocks[blocks.length - 1] as [number, string[]])[0]));
+      const want = expected(from, upTo);
+      expect(want.length).toBeGreaterThan(2);
+      const cut = (blocks: [number, string[]][]) => blocks.filter(([seqno]) => seqno <= upTo);
+      expect(cut(sse)).toEqual(want);
+      expect(cut(connectWeb)).toEqual(want);
+      expect(cut(text)).toEqual(want);
+      const unary = result.unary as { first: number; last: number };
+      expect(unary.first).toBe(firstSeqno);
+      expect(unary.last).toBeGreaterThanOrEqual(from);
+    } finally {
+      await writer.stop();
+      await browser.close();
+    }
   });
 });
