@@ -22,6 +22,8 @@ const accounts = testAccounts(6);
 /** The accounts the streams follow: a trace matches when one of its transactions is on one of them. */
 const followed = [accounts[0] as string, accounts[3] as string];
 const firstSeqno = 1000;
+/** The writer's classifier never classifies this account's traces (they run between accounts 2 and 5 only). */
+const neverClassified = accounts[2] as string;
 
 let db: TestDatabase;
 let server: TestServer;
@@ -31,12 +33,29 @@ let writer: LiveAppender;
 function expected(after: number, upTo: number, follow: readonly string[] = followed): [number, string[]][] {
   const out: [number, string[]][] = [];
   for (let seqno = after + 1; seqno <= upTo; seqno++) {
+    if (writer.skipped.has(seqno)) continue;
     const block = writer.blocks.get(seqno);
     if (block === undefined) throw new Error(`block ${seqno} was not written`);
     const traces = block.traces.filter((t) => t.accounts.some((a) => follow.includes(a))).map((t) => t.traceId);
     if (traces.length > 0) out.push([seqno, traces.sort()]);
   }
   return out;
+}
+
+/** The first message of a stream on another server (or its refusal). */
+async function readRpcFrom(other: TestServer, protocol: RpcProtocol): Promise<void> {
+  const controller = new AbortController();
+  for await (const message of other.client(protocol).streamTraces({ accounts: followed }, { signal: controller.signal })) {
+    void message;
+    break;
+  }
+  controller.abort();
+}
+
+/** /metrics of a server whose port is closed: read from its registry. */
+async function scrapeMetricsOf(other: TestServer) {
+  const { Scrape } = await import("./support/metrics.ts");
+  return new Scrape(await other.telemetry.metrics.registry.metrics(), "");
 }
 
 /** Reads an RPC stream until a message past `upTo`, or `count` messages; returns the block messages read. */
@@ -61,10 +80,13 @@ async function readRpc(
 beforeAll(async () => {
   db = await createTestDatabase();
   // Bodies of 4 kB: a block's message is tens of kilobytes, so a client that stops reading fills HTTP/2's window soon.
-  writer = startLiveAppender(db.url, { firstSeqno, accounts, inFlight: 3, intervalMs: 30, classifyDelayMs: 200, bodyBytes: 4000 });
+  writer = startLiveAppender(db.url, { firstSeqno, accounts, inFlight: 3, intervalMs: 30, classifyDelayMs: 200, bodyBytes: 4000, neverClassified: [neverClassified] });
   // An index that already holds blocks when the service starts.
   await writer.append(2);
-  server = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "1000", STREAM_ACTIONS_WAIT_MS: "3000", STREAM_RESUME_WINDOW_BLOCKS: "300" });
+  server = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "1000", STREAM_ACTIONS_WAIT_MS: "1500", STREAM_RESUME_WINDOW_BLOCKS: "300",
+    // The gap test leaves a permanent gap in this index too.
+    STREAM_GAP_WAIT_MS: "1000",
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -176,7 +198,7 @@ describe("StreamTraces and the REST streams against a live writer", () => {
   it("SSE resumes exactly after a Last-Event-ID in the middle of a block", async () => {
     const from = firstSeqno - 1;
     // Every account: blocks have several events, so an id "N:k" exists.
-    const subscription = { types: ["transactions", "actions"], addresses: accounts };
+    const subscription = { types: ["transactions"], addresses: accounts };
     const read = async (headers: Record<string, string>, stopAfter: number) => {
       const controller = new AbortController();
       const response = await openSse(server.baseUrl, subscription, headers, controller.signal);
@@ -252,6 +274,114 @@ describe("a client that stops reading", () => {
   });
 });
 
+describe("what a stream carries", () => {
+  it("actions only once the classifier has classified them, in toncenter's event shapes over SSE", async () => {
+    const from = writer.next - 1;
+    writer.start();
+    try {
+      const target = writer.next + 3;
+      // RPC: every trace of the followed accounts comes with its classified action.
+      const rpc: StreamTracesResponse[] = [];
+      const controller = new AbortController();
+      for await (const message of server
+        .client("connect")
+        .streamTraces({ accounts: followed, includeTransactions: true, includeActions: true, includeAddressBook: true, resumeAfter: from }, { signal: controller.signal })) {
+        if (!message.heartbeat) rpc.push(message);
+        if (message.position >= target) break;
+      }
+      controller.abort();
+      expect(rpc.length).toBeGreaterThan(0);
+      for (const message of rpc) {
+        for (const trace of message.traces) {
+          expect(trace.traceInfo?.classificationState).toBe("ok");
+          expect(trace.actions.map((a) => a.type)).toEqual(["ton_transfer"]);
+          expect(trace.transactions.length).toBe(2);
+          for (const tx of trace.transactions) expect(message.addressBook[tx.account]).toBeDefined();
+        }
+      }
+      // SSE: transactions, actions, trace and account_state_change events of one trace, as toncenter shapes them.
+      const trace = (rpc[0] as StreamTracesResponse).traces[0];
+      const norm = Buffer.from((writer.blocks.get((rpc[0] as StreamTracesResponse).position)?.traces.find((t) => t.traceId === trace?.traceId)?.externalHashNorm ?? ""), "base64").toString("hex");
+      const sseController = new AbortController();
+      const response = await openSse(
+        server.baseUrl,
+        { types: ["transactions", "actions", "trace", "account_state_change"], addresses: followed, trace_external_hash_norms: [norm], include_address_book: true },
+        { "last-event-id": String((rpc[0] as StreamTracesResponse).position - 1) },
+        sseController.signal,
+      );
+      const seen = new Map<string, Record<string, unknown>>();
+      for await (const event of sseEvents(response.body as ReadableStream<Uint8Array>)) {
+        if (event.event !== "event") continue;
+        const json = JSON.parse(event.data) as Record<string, unknown>;
+        if (json.trace_external_hash_norm !== Buffer.from(norm, "hex").toString("base64") && json.type !== "account_state_change") continue;
+        seen.set(json.type as string, json);
+        if (seen.size === 4) break;
+      }
+      sseController.abort();
+      expect(seen.get("transactions")).toMatchObject({ finality: "finalized", transactions: expect.any(Array), address_book: expect.any(Object) });
+      expect(seen.get("actions")).toMatchObject({ finality: "finalized", actions: [expect.objectContaining({ type: "ton_transfer", details: expect.any(Object) })] });
+      expect(seen.get("trace")).toMatchObject({ finality: "finalized", trace: { tx_hash: expect.any(String), children: expect.any(Array) }, transactions: expect.any(Object) });
+      expect(seen.get("account_state_change")).toMatchObject({ finality: "finalized", account: expect.any(String), state: { balance: expect.any(String) } });
+    } finally {
+      await writer.stop();
+    }
+  });
+
+  it("a trace the classifier never classifies is sent after STREAM_ACTIONS_WAIT_MS without actions, marked unclassified", async () => {
+    const from = writer.next - 1;
+    writer.start();
+    try {
+      const controller = new AbortController();
+      let message: StreamTracesResponse | undefined;
+      for await (const received of server
+        .client("grpc")
+        .streamTraces({ accounts: [neverClassified], includeTransactions: true, includeActions: true, resumeAfter: from }, { signal: controller.signal })) {
+        if (received.heartbeat) continue;
+        message = received;
+        break;
+      }
+      controller.abort();
+      expect(message?.traces.length).toBeGreaterThan(0);
+      for (const trace of message?.traces ?? []) {
+        expect(trace.traceInfo?.classificationState).toBe("unclassified");
+        expect(trace.actions).toEqual([]);
+        expect(trace.transactions.length).toBe(2);
+      }
+      expect((await scrapeMetrics(server.baseUrl)).value("tonquery_stream_actions_wait_expired_total")).toBeGreaterThan(0);
+    } finally {
+      await writer.stop();
+    }
+  });
+
+  it("heartbeats carry the position while nothing matches (RPC message, SSE event with an id)", async () => {
+    const quiet = testAccounts(1, -1);
+    writer.start();
+    try {
+      const positions: number[] = [];
+      const controller = new AbortController();
+      for await (const message of server.client("grpc-web").streamTraces({ accounts: quiet }, { signal: controller.signal })) {
+        expect(message.heartbeat).toBe(true);
+        expect(message.traces).toEqual([]);
+        positions.push(message.position);
+        if (positions.length === 2) break;
+      }
+      controller.abort();
+      expect(positions[1]).toBeGreaterThan(positions[0] as number);
+      const sseController = new AbortController();
+      const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: quiet }, {}, sseController.signal);
+      for await (const event of sseEvents(response.body as ReadableStream<Uint8Array>)) {
+        if (event.event === "connected") continue;
+        expect(event.event).toBe("heartbeat");
+        expect(JSON.parse(event.data)).toEqual({ type: "heartbeat", position: Number(event.id) });
+        break;
+      }
+      sseController.abort();
+    } finally {
+      await writer.stop();
+    }
+  });
+});
+
 describe("refusals, as toncenter's clients expect them", () => {
   it("min_finality other than finalized is a 400 saying only committed data is served", async () => {
     const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: followed, min_finality: "pending" });
@@ -295,6 +425,93 @@ describe("refusals, as toncenter's clients expect them", () => {
     client.send({ operation: "nope", id: "n" });
     expect(await client.next()).toMatchObject({ id: "n", error: expect.stringMatching(/unknown operation/) });
     client.close();
+  });
+});
+
+describe("limits, shutdown, gaps", () => {
+  it("one stream more than STREAM_MAX_STREAMS is a 429 (SSE) and RESOURCE_EXHAUSTED (RPC); a stream that ends frees its place", async () => {
+    const capped = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_MAX_STREAMS: "1" });
+    try {
+      const controller = new AbortController();
+      const first = capped.client("connect").streamTraces({ accounts: followed }, { signal: controller.signal })[Symbol.asyncIterator]();
+      const pending = first.next();
+      pending.catch(() => {});
+      // Until the first stream is counted.
+      while ((await scrapeMetrics(capped.baseUrl)).value("tonquery_streams_open", { door: "rpc" }) < 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      const refused = await openSse(capped.baseUrl, { types: ["transactions"], addresses: followed });
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: string }).error).toMatch(/too many streams/);
+      const error = await readRpcFrom(capped, "grpc").catch((err: unknown) => ConnectError.from(err));
+      expect((error as ConnectError).code).toBe(Code.ResourceExhausted);
+      controller.abort();
+      while ((await scrapeMetrics(capped.baseUrl)).value("tonquery_streams_open", { door: "rpc" }) > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      const sseController = new AbortController();
+      const admitted = await openSse(capped.baseUrl, { types: ["transactions"], addresses: followed }, {}, sseController.signal);
+      expect(admitted.status).toBe(200);
+      sseController.abort();
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it("shutdown ends every stream at once with UNAVAILABLE and its position; once no stream is open the index is polled no more", async () => {
+    const stopping = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", SHUTDOWN_TIMEOUT_MS: "10000" });
+    const from = writer.next - 1;
+    await writer.append(1);
+    const received: number[] = [];
+    const reading = (async () => {
+      try {
+        for await (const message of stopping.client("grpc").streamTraces({ accounts: followed, resumeAfter: from })) {
+          if (!message.heartbeat) received.push(message.position);
+        }
+        return undefined;
+      } catch (err) {
+        return ConnectError.from(err);
+      }
+    })();
+    const sse = await openSse(stopping.baseUrl, { types: ["transactions"], addresses: followed }, { "last-event-id": String(from) });
+    const sseEventsRead: { event: string; data: string }[] = [];
+    const sseReading = (async () => {
+      for await (const event of sseEvents(sse.body as ReadableStream<Uint8Array>)) sseEventsRead.push(event);
+    })();
+    while (received.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await stopping.server.close();
+    const error = await reading;
+    await sseReading;
+    expect(error?.code).toBe(Code.Unavailable);
+    // Its position: the last block received, or a later one that had nothing for it.
+    const position = Number(error?.metadata.get("tonquery-stream-position"));
+    const lastReceived = received[received.length - 1] as number;
+    expect(position).toBeGreaterThanOrEqual(lastReceived);
+    expect(expected(lastReceived, position)).toEqual([]);
+    const last = sseEventsRead[sseEventsRead.length - 1];
+    expect(last?.event).toBe("error");
+    expect(JSON.parse(last?.data ?? "{}")).toMatchObject({ code: "Unavailable", position: expect.any(Number) });
+    const polls = (await scrapeMetricsOf(stopping)).value("tonquery_stream_polls_total");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await scrapeMetricsOf(stopping)).value("tonquery_stream_polls_total")).toBe(polls);
+    await stopping.db.end();
+  });
+
+  it("a masterchain seqno that never appears is waited for STREAM_GAP_WAIT_MS, then passed", async () => {
+    const gapped = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_GAP_WAIT_MS: "500", STREAM_HEARTBEAT_MS: "300" });
+    try {
+      const from = writer.next - 1;
+      writer.skip(2);
+      await writer.append(2);
+      const target = writer.next - 1;
+      const controller = new AbortController();
+      const out: [number, string[]][] = [];
+      for await (const message of gapped.client("connect").streamTraces({ accounts: followed, resumeAfter: from }, { signal: controller.signal })) {
+        if (!message.heartbeat) out.push([message.position, message.traces.map((t) => t.traceId).sort()]);
+        if (message.position >= target) break;
+      }
+      controller.abort();
+      expect(out).toEqual(expected(from, target));
+      expect((await scrapeMetrics(gapped.baseUrl)).value("tonquery_stream_gaps_skipped_total")).toBe(2);
+    } finally {
+      await gapped.close();
+    }
   });
 });
 

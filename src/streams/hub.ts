@@ -293,7 +293,16 @@ export class StreamHub {
       if (!sub.live && sub.position < hub) {
         // Catching up: the next block, read through the cache, at the client's pace.
         const seqno = sub.position + 1;
-        const content = await this.#contentFor(sub, seqno, stop);
+        let content: StreamItem | undefined;
+        try {
+          content = await this.#contentFor(sub, seqno, stop);
+        } catch (err) {
+          // Stopped while reading: the stream ends as it would have between blocks.
+          if (sub.failure !== undefined) throw sub.failure;
+          if (this.#closed.signal.aborted) throw streamEnded("the server is shutting down", Code.Unavailable, sub.position);
+          if (stop.aborted) return;
+          throw err;
+        }
         if (content !== undefined) {
           sub.position = seqno;
           lastSent = Date.now();

@@ -37,6 +37,8 @@ export interface LiveAppenderOptions {
   /** Pause between groups of batches. */
   intervalMs?: number;
   classifyDelayMs?: number;
+  /** Traces of these accounts are never classified: the classifier fails to keep up with them for ever. */
+  neverClassified?: readonly string[];
   /** Bytes of comment in each message body (to make events large). */
   bodyBytes?: number;
   /** Traces each block completes. */
@@ -51,6 +53,10 @@ export interface LiveAppender {
   append(groups: number): Promise<void>;
   /** Appends groups until stop(). */
   start(): void;
+  /** Seqnos never written (skip()): permanent gaps. */
+  readonly skipped: Set<number>;
+  /** Leaves `count` seqnos out for good: a gap the index never fills. */
+  skip(count: number): void;
   /** Stops appending and waits for the classifier's commits. */
   stop(): Promise<void>;
   /** stop(), and closes the writer's connections. */
@@ -78,6 +84,7 @@ export function startLiveAppender(url: string, options: LiveAppenderOptions): Li
     .toBoc()
     .toString("base64");
   const blocks = new Map<number, AppendedBlock>();
+  const skipped = new Set<number>();
   let next = options.firstSeqno;
   let counter = 0;
   /** A trace begun in the previous block, completed in the next one. */
@@ -150,15 +157,18 @@ export function startLiveAppender(url: string, options: LiveAppenderOptions): Li
   };
 
   const classify = async (block: AppendedBlock) => {
+    const never = new Set(options.neverClassified ?? []);
+    const traces = block.traces.filter((trace) => !trace.accounts.some((account) => never.has(account)));
+    if (traces.length === 0) return;
     await sql.begin(async (tx) => {
-      for (const trace of block.traces) {
+      for (const trace of traces) {
         const [from, to] = [trace.accounts[0] as string, (trace.accounts[1] ?? trace.accounts[0]) as string];
         await tx`insert into actions (trace_id, action_id, start_lt, end_lt, start_utime, end_utime, source, destination, tx_hashes, type, ton_transfer_data, value, success, trace_end_lt, trace_end_utime, trace_mc_seqno_end, trace_external_hash, trace_external_hash_norm)
           select ${trace.traceId}, ${hash("action", trace.traceId)}, T.start_lt, T.end_lt, T.start_utime, T.end_utime, ${from}, ${to}, array[]::tonhash[], 'ton_transfer', row('hello', false)::ton_transfer_details, 1000000, true, T.end_lt, T.end_utime, T.mc_seqno_end, T.external_hash, T.external_hash_norm
           from traces T where T.trace_id = ${trace.traceId}
           on conflict do nothing`;
       }
-      await tx`update traces set classification_state = 'ok' where trace_id = any(${block.traces.map((t) => t.traceId)}::text[]::tonhash[])`;
+      await tx`update traces set classification_state = 'ok' where trace_id = any(${traces.map((t) => t.traceId)}::text[]::tonhash[])`;
     });
   };
 
@@ -199,6 +209,10 @@ export function startLiveAppender(url: string, options: LiveAppenderOptions): Li
 
   return {
     blocks,
+    skipped,
+    skip(count) {
+      for (let i = 0; i < count; i++) skipped.add(next++);
+    },
     get next() {
       return next;
     },
