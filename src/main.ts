@@ -6,7 +6,8 @@ import { log, setLogLevel } from "./log.ts";
 import { Telemetry } from "./observability/telemetry.ts";
 import { startTracing } from "./observability/tracing.ts";
 import { createServer } from "./server.ts";
-import { usageExamples } from "./usage.ts";
+import { demoReplaySeconds, usageExamples } from "./usage.ts";
+import { startDemoReplay } from "./demo/replay.ts";
 
 async function main(): Promise<number> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
@@ -40,6 +41,8 @@ async function main(): Promise<number> {
     schema: formatVersion(version),
     tracing: tracing === undefined ? "off" : "OTLP",
   });
+  // The demo's index is live too: recorded traces come back as new blocks, for the streams to show.
+  const replay = embedded === undefined ? undefined : await startDemoReplay(db, demoReplaySeconds * 1000);
   process.stdout.write(usageExamples(baseUrl, embedded !== undefined));
 
   let stopping = false;
@@ -47,6 +50,7 @@ async function main(): Promise<number> {
     if (stopping) return;
     stopping = true;
     log.info("shutting down", { signal });
+    replay?.stop();
     await server.close();
     await db.end();
     await embedded?.close();
