@@ -201,6 +201,13 @@ const report = {
   actions: withActions,
   messages_sent: after.value("tonquery_stream_messages_sent_total", { door: "rpc" }) + after.value("tonquery_stream_messages_sent_total", { door: "sse" }) + after.value("tonquery_stream_messages_sent_total", { door: "ws" }),
   slow_consumer_ends: after.samples("tonquery_stream_slow_consumer_ends_total").reduce((sum, s) => sum + Number(s.value), 0),
+  // Server side: from the poll that first saw a block to its hand-out, as the histogram's buckets bound it.
+  hand_out_delay_s: (() => {
+    const buckets = after.buckets("tonquery_stream_hand_out_delay_seconds").map(([le, count], i) => [le, count - ((before.buckets("tonquery_stream_hand_out_delay_seconds")[i] as [string, number] | undefined)?.[1] ?? 0)] as const);
+    const total = buckets[buckets.length - 1]?.[1] ?? 0;
+    const at = (q: number) => buckets.find(([, count]) => count >= q * total)?.[0];
+    return { blocks: total, p50_at_most: at(0.5), p99_at_most: at(0.99) };
+  })(),
   delay_ms: Object.fromEntries(
     Object.entries(delays).map(([door, list]) => [door, { samples: list.length, p50: Math.round(quantile(list, 0.5)), p99: Math.round(quantile(list, 0.99)) }]),
   ),

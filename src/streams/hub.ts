@@ -170,6 +170,8 @@ export class StreamHub {
   /** Blocks committed above the prefix, waiting for the gap below them to close. */
   #ahead: MasterchainBlock[] = [];
   #gapSince: number | undefined;
+  /** When a poll first saw each block not handed out yet (for tonquery_stream_hand_out_delay_seconds). */
+  readonly #seenAt = new Map<number, number>();
   #busy = false;
   /** No stream was open after the last poll: the position is kept (a caller may still read it) but is no longer followed. */
   #stale = false;
@@ -415,6 +417,7 @@ export class StreamHub {
       this.#stale = false;
       this.#position = undefined;
       this.#newest = undefined;
+      this.#seenAt.clear();
       this.#ahead = [];
       this.#gapSince = undefined;
     }
@@ -428,6 +431,8 @@ export class StreamHub {
       return;
     }
     this.#metrics?.polled();
+    const now = performance.now();
+    for (const block of blocks) if (!this.#seenAt.has(block.seqno)) this.#seenAt.set(block.seqno, now);
     if (blocks.length > 0) this.#newest = Math.max(this.#newest ?? 0, (blocks[blocks.length - 1] as MasterchainBlock).seqno);
     if (this.#position === undefined) {
       // First poll: the prefix ends before the first gap of the newest seqnos (or at the newest block).
@@ -514,6 +519,9 @@ export class StreamHub {
         this.#metrics?.fannedOut(performance.now() - now);
       }
       this.#position = block.seqno;
+      const seen = this.#seenAt.get(block.seqno);
+      if (seen !== undefined && live.length > 0) this.#metrics?.handedOut((performance.now() - seen) / 1000);
+      for (const seqno of this.#seenAt.keys()) if (seqno <= block.seqno) this.#seenAt.delete(seqno);
       this.#evict();
     } finally {
       this.#busy = false;

@@ -20,6 +20,7 @@ export class StreamMetrics {
   readonly #actionsTimedOut: Counter;
   readonly #polls: Counter;
   readonly #fanOut: Histogram;
+  readonly #handOutDelay: Histogram;
   #state: (() => HubState) | undefined;
 
   constructor(registry: Registry) {
@@ -73,6 +74,17 @@ export class StreamMetrics {
       buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5],
       registers,
     });
+    this.#handOutDelay = new Histogram({
+      name: "tonquery_stream_hand_out_delay_seconds",
+      help: "From the poll that first saw a masterchain block committed to its hand-out to the live streams: waiting for earlier blocks (out-of-order commits), for the classifier, and the block's reads.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+  }
+
+  /** From the poll that first saw a block committed to its hand-out to the live streams. */
+  handedOut(seconds: number): void {
+    this.#handOutDelay.observe(seconds);
   }
 
   watch(state: () => HubState): void {
