@@ -41,8 +41,18 @@ async function main(): Promise<number> {
     schema: formatVersion(version),
     tracing: tracing === undefined ? "off" : "OTLP",
   });
-  // The demo's index is live too: recorded traces come back as new blocks, for the streams to show.
-  const replay = embedded === undefined ? undefined : await startDemoReplay(db, demoReplaySeconds * 1000);
+  // The demo's index turns live once someone streams it: recorded traces come back as new blocks, for the streams to
+  // show. Until then it stays as recorded (masterchainInfo answers the recorded last block).
+  let replay: Awaited<ReturnType<typeof startDemoReplay>> | undefined;
+  if (embedded !== undefined) {
+    const stopWatching = server.onStreamOpened(() => {
+      stopWatching();
+      void startDemoReplay(db, demoReplaySeconds * 1000).then(
+        (started) => (replay = started),
+        (err: unknown) => log.warn("demo replay could not start", { error: err }),
+      );
+    });
+  }
   process.stdout.write(usageExamples(baseUrl, embedded !== undefined));
 
   let stopping = false;

@@ -18,6 +18,8 @@ import "./ton/native-sha256.ts";
 
 export interface Server {
   listen(port: number, host?: string): Promise<AddressInfo>;
+  /** Calls `listener` whenever a live stream opens. */
+  onStreamOpened(listener: () => void): () => void;
   /** Graceful stop: no new connections, requests in flight get the configured grace period. */
   close(): Promise<void>;
 }
@@ -85,6 +87,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),
+    onStreamOpened: (listener) => service.streams.onStreamOpened(listener),
     close: () => {
       health.drain();
       // Streams end at once with their position (UNAVAILABLE), rather than holding the grace period.

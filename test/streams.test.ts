@@ -4,7 +4,7 @@ import { chromium } from "playwright-core";
 import { rolldown } from "rolldown";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
-import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { createTestDatabase, type TestDatabase, testEngine } from "./support/database.ts";
 import { type LiveAppender, startLiveAppender, testAccounts } from "./support/live-appender.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
 import { rpcProtocols, type RpcProtocol, startTestServer, type TestServer } from "./support/server.ts";
@@ -24,6 +24,11 @@ const followed = [accounts[0] as string, accounts[3] as string];
 const firstSeqno = 1000;
 /** The writer's classifier never classifies this account's traces (they run between accounts 2 and 5 only). */
 const neverClassified = accounts[2] as string;
+
+// The writer holds several transactions open at once, which PGlite's one shared session cannot: these tests need the
+// PostgreSQL server (always there in CI).
+const pglite = (await testEngine()) === "pglite";
+if (pglite) console.warn("skipping test/streams.test.ts: the live writer needs PostgreSQL (TEST_DATABASE=pglite or no server reachable)");
 
 let db: TestDatabase;
 let server: TestServer;
@@ -78,6 +83,7 @@ async function readRpc(
 }
 
 beforeAll(async () => {
+  if (pglite) return;
   db = await createTestDatabase();
   // Bodies of 4 kB: a block's message is tens of kilobytes, so a client that stops reading fills HTTP/2's window soon.
   writer = startLiveAppender(db.url, { firstSeqno, accounts, inFlight: 3, intervalMs: 30, classifyDelayMs: 200, bodyBytes: 4000, neverClassified: [neverClassified] });
@@ -95,7 +101,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe("StreamTraces and the REST streams against a live writer", () => {
+describe.skipIf(pglite)("StreamTraces and the REST streams against a live writer", () => {
   it("every door delivers the same blocks, in masterchain order, each once, though batches commit out of order", async () => {
     const from = firstSeqno - 1;
     writer.start();
@@ -222,7 +228,7 @@ describe("StreamTraces and the REST streams against a live writer", () => {
   });
 });
 
-describe("a client that stops reading", () => {
+describe.skipIf(pglite)("a client that stops reading", () => {
   it("is ended with RESOURCE_EXHAUSTED and its position, and resumes from it without loss", async () => {
     // A second instance on the same index, with a buffer of two blocks.
     const small = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "5000", STREAM_BUFFER_BLOCKS: "2" });
@@ -274,7 +280,7 @@ describe("a client that stops reading", () => {
   });
 });
 
-describe("what a stream carries", () => {
+describe.skipIf(pglite)("what a stream carries", () => {
   it("actions only once the classifier has classified them, in toncenter's event shapes over SSE", async () => {
     const from = writer.next - 1;
     writer.start();
@@ -382,7 +388,7 @@ describe("what a stream carries", () => {
   });
 });
 
-describe("refusals, as toncenter's clients expect them", () => {
+describe.skipIf(pglite)("refusals, as toncenter's clients expect them", () => {
   it("min_finality other than finalized is a 400 saying only committed data is served", async () => {
     const response = await openSse(server.baseUrl, { types: ["transactions"], addresses: followed, min_finality: "pending" });
     expect(response.status).toBe(400);
@@ -428,7 +434,7 @@ describe("refusals, as toncenter's clients expect them", () => {
   });
 });
 
-describe("limits, shutdown, gaps", () => {
+describe.skipIf(pglite)("limits, shutdown, gaps", () => {
   it("one stream more than STREAM_MAX_STREAMS is a 429 (SSE) and RESOURCE_EXHAUSTED (RPC); a stream that ends frees its place", async () => {
     const capped = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_MAX_STREAMS: "1" });
     try {
@@ -515,7 +521,7 @@ describe("limits, shutdown, gaps", () => {
   });
 });
 
-describe("one reader for every stream", () => {
+describe.skipIf(pglite)("one reader for every stream", () => {
   it("the statements per block do not grow with the number of streams", async () => {
     const statements = async () => {
       const metrics = await scrapeMetrics(server.baseUrl);
@@ -565,7 +571,7 @@ interface BrowserBlock {
   traces: string[];
 }
 
-describe("browser clients in headless Chromium", () => {
+describe.skipIf(pglite)("browser clients in headless Chromium", () => {
   it("EventSource, connect-web's gRPC-web and Google's grpc-web (text mode, unary and streaming) deliver the same blocks", async ({ skip }) => {
     if (!hasChromium && process.env.CI) throw new Error(`CI: no Chromium at ${chromiumPath}`);
     skip(!hasChromium, `no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);

@@ -6,6 +6,7 @@ import { actionAddresses } from "../actions/present.ts";
 import { expandActionTypes } from "../actions/types.ts";
 import { transactionAddresses } from "../handlers/adjacent-transactions.ts";
 import { completeTrace, incompleteTrace, traceHeader } from "../handlers/traces.ts";
+import { AsyncResource } from "node:async_hooks";
 import { log } from "../log.ts";
 import type { ServiceDeps } from "../service-deps.ts";
 import type { StreamMetrics } from "./metrics.ts";
@@ -179,6 +180,11 @@ export class StreamHub {
   #polling: Promise<void> | undefined;
   readonly #advanced = new Set<() => void>();
   readonly #closed = new AbortController();
+  /**
+   * The hub's own async context (the service's start-up): its polls and reads run there, not in the context of the
+   * request whose stream happened to start them, so their log lines, spans and routes are the hub's.
+   */
+  readonly #context = new AsyncResource("tonquery.stream-hub");
 
   constructor(deps: ServiceDeps, settings: HubSettings, metrics?: StreamMetrics) {
     this.#deps = deps;
@@ -189,6 +195,14 @@ export class StreamHub {
       indexLag: this.#newest === undefined || this.#position === undefined ? 0 : this.#newest - this.#position,
       streamLag: this.#position === undefined ? 0 : Math.max(0, ...[...this.#subscribers].map((s) => (this.#position as number) - s.position)),
     }));
+  }
+
+  readonly #openListeners = new Set<() => void>();
+
+  /** Calls `listener` whenever a stream opens (the demo starts its replay on the first one). */
+  onStreamOpened(listener: () => void): () => void {
+    this.#openListeners.add(listener);
+    return () => this.#openListeners.delete(listener);
   }
 
   get position(): number | undefined {
@@ -229,6 +243,7 @@ export class StreamHub {
     sub.abortTransport = abortTransport;
     this.#subscribers.add(sub);
     this.#metrics?.opened(door);
+    for (const listener of this.#openListeners) listener();
     const stop = AbortSignal.any([signal, this.#closed.signal]);
     const onStop = () => sub.notify();
     stop.addEventListener("abort", onStop);
@@ -401,14 +416,14 @@ export class StreamHub {
 
   #schedule(ms: number): void {
     if (this.#timer !== undefined || this.#polling !== undefined || this.#closed.signal.aborted) return;
-    this.#timer = setTimeout(() => {
+    this.#timer = this.#context.runInAsyncScope(() => setTimeout(() => {
       this.#timer = undefined;
       this.#polling = this.#poll().finally(() => {
         this.#polling = undefined;
         if (this.#subscribers.size > 0) this.#schedule(this.#settings.pollIntervalMs);
         else this.#forget();
       });
-    }, ms);
+    }, ms));
   }
 
   async #poll(): Promise<void> {
@@ -541,7 +556,9 @@ export class StreamHub {
   #cached(block: MasterchainBlock): CachedBlock {
     let cached = this.#cache.get(block.seqno);
     if (cached === undefined) {
-      const traces = asRead(this.#deps, this.#closed.signal, this.#settings.readTimeoutMs, (signal) => selectBlockTraces(this.#deps, signal, block.seqno));
+      const traces = this.#context.runInAsyncScope(() =>
+        asRead(this.#deps, this.#closed.signal, this.#settings.readTimeoutMs, (signal) => selectBlockTraces(this.#deps, signal, block.seqno)),
+      );
       cached = { block, traces, loads: [] };
       this.#cache.set(block.seqno, cached);
       // A failed read is not kept: the next stream to need the block reads it again.
@@ -583,7 +600,7 @@ export class StreamHub {
     const deps = this.#deps;
     const closed = this.#closed.signal;
     const traceIds = [...need.traceIds];
-    const result = (async () => {
+    const result = this.#context.runInAsyncScope(async () => {
       const cancelled = AbortSignal.any([stop.signal, closed]);
       if (need.actionKeys.size > 0) {
         // Actions exist once the classifier has classified the traces: the block waits for it, within a bound.
@@ -604,7 +621,7 @@ export class StreamHub {
           addressesOfLoad,
         ),
       );
-    })();
+    });
     const load: Load = {
       traceIds: need.traceIds,
       actionKeys: new Set(need.actionKeys.keys()),
