@@ -94,6 +94,8 @@ export interface HubSettings {
 
 /** The seqnos the first poll looks back over to find where the committed prefix ends. */
 const initialWindow = 256;
+/** Blocks a stream catching up has read ahead of the one it waits for: its reads overlap its client's. */
+const prefetchBlocks = 3;
 /** Blocks one poll reads at most. */
 const pollLimit = 1000;
 
@@ -310,6 +312,7 @@ export class StreamHub {
       if (!sub.live && sub.position < hub) {
         // Catching up: the next block, read through the cache, at the client's pace.
         const seqno = sub.position + 1;
+        this.#prefetch(sub, seqno + 1, Math.min(hub, seqno + prefetchBlocks), stop);
         let content: StreamItem | undefined;
         try {
           content = await this.#contentFor(sub, seqno, stop);
@@ -637,6 +640,25 @@ export class StreamHub {
       if (index >= 0) cached.loads.splice(index, 1);
     });
     return load;
+  }
+
+  /** Starts the reads of blocks `from`..`to` for a stream catching up, so that they are under way when it gets there. */
+  #prefetch(sub: Subscriber, from: number, to: number, stop: AbortSignal): void {
+    for (let seqno = from; seqno <= to; seqno++) {
+      if (this.#cache.has(seqno)) continue;
+      const cached = this.#cached({ seqno, utime: 0 });
+      cached.traces.then(
+        (refs) => {
+          const need = this.#need(refs, [sub]);
+          if (need.traceIds.size === 0 || sub.failure !== undefined || stop.aborted) return;
+          const load = this.#load(cached, refs, need);
+          load.result.catch(() => {});
+          // The stream gone, a read-ahead nobody waits for starts no further statement.
+          stop.addEventListener("abort", () => load.waiting === 0 && load.stop.abort(), { once: true });
+        },
+        () => {},
+      );
+    }
   }
 
   /** Block `seqno` for a stream catching up: undefined when it has nothing for the stream. */

@@ -4,6 +4,7 @@ import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Config } from "../config.ts";
 import { log } from "../log.ts";
+import { nameRequest } from "../observability/request-context.ts";
 import { drained } from "../rest/compression.ts";
 import { sendJson } from "../rest/router.ts";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
@@ -153,6 +154,8 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
   const http: HttpHandler = (req, res) => {
     const path = (req.url ?? "").split("?", 1)[0];
     if (path === ssePath) {
+      // Logged and counted as the REST door's StreamTraces, the RPC it is the REST form of.
+      nameRequest("rest", "StreamTraces");
       if (req.method !== "POST" && req.method !== "GET") {
         sendJson(res, 405, { error: "method not allowed: POST a subscription (or GET one in the query, for EventSource)" }, { allow: "POST, GET" });
         return;
