@@ -481,8 +481,21 @@ describe.skipIf(pglite)("limits, shutdown, gaps", () => {
     const sseReading = (async () => {
       for await (const event of sseEvents(sse.body as ReadableStream<Uint8Array>)) sseEventsRead.push(event);
     })();
+    const ws = await openWs(stopping.baseUrl);
+    ws.send({ operation: "subscribe", id: "w", types: ["transactions"], addresses: followed, last_event_id: String(from) });
+    expect(await ws.next()).toEqual({ id: "w", status: "subscribed" });
     while (received.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     await stopping.server.close();
+    // The WebSocket subscription's last message is its end, with its position; then the connection closes.
+    let wsLast: Record<string, unknown> = {};
+    for (;;) {
+      const message = await ws.next().catch(() => undefined);
+      if (message === undefined) break;
+      wsLast = message;
+      if ("error" in message) break;
+    }
+    expect(wsLast).toMatchObject({ id: "w", code: "Unavailable", position: expect.any(Number) });
+    await ws.closed;
     const error = await reading;
     await sseReading;
     expect(error?.code).toBe(Code.Unavailable);

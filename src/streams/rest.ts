@@ -113,6 +113,7 @@ export interface StreamingDoors {
 
 export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler): StreamingDoors {
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxBodyBytes });
+  const shutdown = new AbortController();
 
   const sse = async (req: HttpRequest, res: HttpResponse, url: URL) => {
     const abort = new AbortController();
@@ -180,14 +181,20 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
       socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => serveWebSocket(ws, hub, config));
+    wss.handleUpgrade(req, socket, head, (ws) => serveWebSocket(ws, hub, config, shutdown.signal));
   };
 
   return {
     http,
     upgrade,
     close: () => {
-      for (const client of wss.clients) client.close(1001, "server shutting down");
+      // Each subscription sends its end (UNAVAILABLE with its position) and then closes its connection; one that has
+      // none closes at once, and none is left open after a second.
+      shutdown.abort();
+      const last = setTimeout(() => {
+        for (const client of wss.clients) client.terminate();
+      }, 1000);
+      last.unref();
     },
   };
 }
@@ -207,8 +214,13 @@ function parseJsonObject(text: string): Record<string, unknown> {
  * One WebSocket connection: one subscription at a time (subscribe replaces it), toncenter's operations, a ping
  * frame every heartbeat period (a connection that answered none of the last two is closed).
  */
-function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config): void {
+function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown: AbortSignal): void {
   let current: AbortController | undefined;
+  const closeIfIdle = () => {
+    if (current === undefined) ws.close(1001, "server shutting down");
+  };
+  if (shutdown.aborted) closeIfIdle();
+  else shutdown.addEventListener("abort", closeIfIdle, { once: true });
   let alive = true;
   const send = (value: unknown) =>
     new Promise<void>((resolve) => {
@@ -229,6 +241,7 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config): void {
   ws.on("pong", () => (alive = true));
   ws.on("close", () => {
     clearInterval(pinger);
+    shutdown.removeEventListener("abort", closeIfIdle);
     current?.abort(new ConnectError("the client went away", Code.Canceled));
   });
 
@@ -240,6 +253,9 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config): void {
     } catch (err) {
       if (controller.signal.aborted) return;
       await send({ ...(id !== undefined && { id }), ...errorBody(ConnectError.from(err)) });
+    } finally {
+      if (current === controller) current = undefined;
+      if (shutdown.aborted) ws.close(1001, "server shutting down");
     }
   };
 
