@@ -3,6 +3,8 @@ import { existsSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { rolldown } from "rolldown";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
+import { GetAdjacentTransactionsRequestSchema, GetMasterchainInfoResponseSchema } from "../gen/tonquery/v1/service_pb.ts";
 import type { StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
 import { createTestDatabase, type TestDatabase, testEngine } from "./support/database.ts";
 import { type LiveAppender, startLiveAppender, testAccounts } from "./support/live-appender.ts";
@@ -636,5 +638,50 @@ describe.skipIf(pglite)("browser clients in headless Chromium", () => {
       await writer.stop();
       await browser.close();
     }
+  });
+});
+
+/** A gRPC-web call in text mode as Google's client makes it: one base64 body; the answer's frames, decoded. */
+async function grpcWebText(path: string, message: Uint8Array, body?: string) {
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, 5);
+  const response = await fetch(`${server.baseUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/grpc-web-text", accept: "application/grpc-web-text", "x-grpc-web": "1" },
+    body: body ?? frame.toString("base64"),
+  });
+  const text = await response.text();
+  // Chunks are base64 each on its own, padded: decoded group by group, as the client does.
+  const bytes = Buffer.concat((text.match(/[^=]+=*|=+/g) ?? []).map((part) => Buffer.from(part, "base64")));
+  const frames: { trailer: boolean; data: Buffer }[] = [];
+  for (let at = 0; at < bytes.length; ) {
+    const length = bytes.readUInt32BE(at + 1);
+    frames.push({ trailer: (bytes[at] as number) >= 0x80, data: bytes.subarray(at + 5, at + 5 + length) });
+    at += 5 + length;
+  }
+  const trailer = frames.find((f) => f.trailer)?.data.toString() ?? "";
+  return { status: response.status, contentType: response.headers.get("content-type"), frames, trailer };
+}
+
+describe.skipIf(pglite)("gRPC-web text mode at the RPC door", () => {
+  it("answers a unary call in base64 frames, its status in the trailer frame", async () => {
+    const answer = await grpcWebText("/tonquery.v1.TonQueryService/GetMasterchainInfo", new Uint8Array());
+    expect(answer.status).toBe(200);
+    expect(answer.contentType).toBe("application/grpc-web-text+proto");
+    const data = answer.frames.find((f) => !f.trailer);
+    expect(fromBinary(GetMasterchainInfoResponseSchema, data?.data ?? new Uint8Array()).first?.seqno).toBe(firstSeqno);
+    expect(answer.trailer).toMatch(/grpc-status: ?0/);
+  });
+
+  it("sends an error as a trailer frame in base64 too, and a body that is not base64 is INVALID_ARGUMENT", async () => {
+    const notFound = await grpcWebText(
+      "/tonquery.v1.TonQueryService/GetAdjacentTransactions",
+      toBinary(GetAdjacentTransactionsRequestSchema, create(GetAdjacentTransactionsRequestSchema, { hash: "00".repeat(32) })),
+    );
+    expect(notFound.contentType).toBe("application/grpc-web-text+proto");
+    expect(notFound.trailer).toMatch(/grpc-status: ?5/);
+    const garbled = await grpcWebText("/tonquery.v1.TonQueryService/GetMasterchainInfo", new Uint8Array(), "!!not base64!!");
+    expect(garbled.trailer).toMatch(/grpc-status: ?3/);
   });
 });

@@ -178,6 +178,7 @@ export class StreamHub {
   #busy = false;
   /** No stream was open after the last poll: the position is kept (a caller may still read it) but is no longer followed. */
   #stale = false;
+  #pollFailing = false;
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   readonly #advanced = new Set<() => void>();
@@ -445,9 +446,13 @@ export class StreamHub {
         pollMasterchain(this.#deps, signal, this.#position ?? undefined, initialWindow, pollLimit),
       );
     } catch (err) {
-      if (!this.#closed.signal.aborted) log.warn("stream poll failed", { error: err });
+      // Logged when polls start failing (an outage is logged by the availability probe too), not every interval.
+      if (!this.#closed.signal.aborted && !this.#pollFailing) log.warn("stream poll failed: streams wait (with heartbeats) until the index answers", { error: err });
+      this.#pollFailing = true;
       return;
     }
+    if (this.#pollFailing) log.info("stream poll answers again");
+    this.#pollFailing = false;
     this.#metrics?.polled();
     const now = performance.now();
     for (const block of blocks) if (!this.#seenAt.has(block.seqno)) this.#seenAt.set(block.seqno, now);
