@@ -283,6 +283,45 @@ describe.skipIf(pglite)("a client that stops reading", () => {
   });
 });
 
+describe.skipIf(pglite)("a client that stops reading while its stream catches up", () => {
+  it("is ended with RESOURCE_EXHAUSTED and its position once it has taken nothing for two heartbeat periods", async () => {
+    const catching = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_HEARTBEAT_MS: "300" });
+    writer.start();
+    try {
+      // From the writer's first block: far behind the index, so the stream reads block after block at its pace.
+      const from = firstSeqno - 1;
+      const received: [number, string[]][] = [];
+      const stream = catching.client("grpc").streamTraces({ accounts, includeTransactions: true, resumeAfter: from })[Symbol.asyncIterator]();
+      const take = async () => {
+        const next = await stream.next();
+        if (next.done) throw new Error("the stream ended without an error");
+        if (!next.value.heartbeat) received.push([next.value.position, next.value.traces.map((t) => t.traceId).sort()]);
+      };
+      await take();
+      await take();
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        if ((await scrapeMetrics(catching.baseUrl)).value("tonquery_stream_slow_consumer_ends_total", { door: "rpc" }) > 0) break;
+      }
+      let ended: ConnectError | undefined;
+      try {
+        for (;;) await take();
+      } catch (err) {
+        ended = ConnectError.from(err);
+      }
+      expect(ended?.code).toBe(Code.ResourceExhausted);
+      expect(ended?.rawMessage).toMatch(/stopped reading while the stream was catching up/);
+      const position = Number(ended?.metadata.get("tonquery-stream-position"));
+      expect(position).toBe((received[received.length - 1] as [number, string[]])[0]);
+      expect(received).toEqual(expected(from, position, accounts));
+    } finally {
+      await writer.stop();
+      await catching.close();
+    }
+  });
+});
+
 describe.skipIf(pglite)("what a stream carries", () => {
   it("actions only once the classifier has classified them, in toncenter's event shapes over SSE", async () => {
     const from = writer.next - 1;

@@ -96,6 +96,8 @@ export interface HubSettings {
 const initialWindow = 256;
 /** Blocks a stream catching up has read ahead of the one it waits for: its reads overlap its client's. */
 const prefetchBlocks = 3;
+/** The shortest time a failed stream's client gets to read its end before its transport is cut. */
+const killFloorMs = 10_000;
 /** Blocks one poll reads at most. */
 const pollLimit = 1000;
 
@@ -137,6 +139,8 @@ class Subscriber {
   /** Cuts the client's transport: for a failed stream whose door cannot even write the error (its client reads nothing). */
   abortTransport: (() => void) | undefined;
   killTimer: NodeJS.Timeout | undefined;
+  /** Since when the door has held the stream's last item without taking the next (its client is not reading). */
+  yieldedAt: number | undefined;
 
   constructor(filter: StreamFilter, position: number, door: string) {
     this.filter = filter;
@@ -306,7 +310,9 @@ export class StreamHub {
         sub.position = item.seqno;
         lastSent = Date.now();
         this.#metrics?.sent(sub.door);
+        sub.yieldedAt = Date.now();
         yield item;
+        sub.yieldedAt = undefined;
         continue;
       }
       const hub = this.#position as number;
@@ -328,12 +334,16 @@ export class StreamHub {
           sub.position = seqno;
           lastSent = Date.now();
           this.#metrics?.sent(sub.door);
+          sub.yieldedAt = Date.now();
           yield content;
+          sub.yieldedAt = undefined;
         } else {
           sub.position = seqno;
           if (Date.now() - lastSent >= this.#settings.heartbeatMs) {
             lastSent = Date.now();
+            sub.yieldedAt = Date.now();
             yield { kind: "heartbeat", seqno };
+            sub.yieldedAt = undefined;
           }
         }
         continue;
@@ -352,7 +362,9 @@ export class StreamHub {
         // Live and caught up: every block up to the hub's position was handed over or had nothing for this stream.
         if (sub.live) sub.position = Math.max(sub.position, this.#position as number);
         this.#metrics?.sent(sub.door);
+        sub.yieldedAt = Date.now();
         yield { kind: "heartbeat", seqno: sub.position };
+        sub.yieldedAt = undefined;
       }
     }
   }
@@ -383,8 +395,8 @@ export class StreamHub {
     this.#live.delete(sub);
     sub.notify();
     // The error goes out after what the door is writing; a client that reads nothing for a heartbeat period more
-    // has its transport cut (it resumes from the last position it did read).
-    sub.killTimer = setTimeout(() => sub.abortTransport?.(), this.#settings.heartbeatMs);
+    // (10 s at least) has its transport cut (it resumes from the last position it did read).
+    sub.killTimer = setTimeout(() => sub.abortTransport?.(), Math.max(killFloorMs, this.#settings.heartbeatMs));
     sub.killTimer.unref();
   }
 
@@ -540,6 +552,14 @@ export class StreamHub {
           sub.notify();
         }
         this.#metrics?.fannedOut(performance.now() - now);
+      }
+      // A stream catching up takes blocks at its client's pace, so it has no queue to overflow; its client is too slow
+      // when it has not taken the last item for two heartbeat periods while the index moves on.
+      const stalledSince = Date.now() - 2 * this.#settings.heartbeatMs;
+      for (const sub of this.#subscribers) {
+        if (sub.live || sub.failure !== undefined || sub.yieldedAt === undefined || sub.yieldedAt > stalledSince) continue;
+        this.#metrics?.slowConsumer(sub.door);
+        this.#fail(sub, streamEnded("the client stopped reading while the stream was catching up", Code.ResourceExhausted, sub.position));
       }
       this.#position = block.seqno;
       const seen = this.#seenAt.get(block.seqno);
