@@ -58,6 +58,12 @@ const callState = createContextKey<CallState | undefined>(undefined, { descripti
 export const transportAbort = createContextKey<(() => void) | undefined>(undefined, { description: "tonquery rpc door transport abort" });
 
 /**
+ * Notes how a server stream ended (0: OK), for the access log and the request metrics: the door learns a call's
+ * outcome when its response begins, which for a stream is long before its end.
+ */
+export const streamOutcome = createContextKey<((code: Code | 0) => void) | undefined>(undefined, { description: "tonquery rpc door stream outcome" });
+
+/**
  * First of the interceptors: the call reached the implementation, so its failures are the implementation's; and its
  * outcome, as the other interceptors made it, is noted for the metrics and the access log.
  */
@@ -122,8 +128,14 @@ export function rpcDoor(options: RpcDoorOptions): HttpHandler {
     const record = nameRequest(doors[protocolOf(req.method, req.headers["content-type"])], service.startsWith("tonquery.") ? handler.method.name : `${service}/${handler.method.name}`);
     let request: UniversalServerRequest;
     const text = isGrpcWebText(req.headers["content-type"]);
+    const values = createContextValues()
+      .set(callState, state)
+      .set(transportAbort, () => cut(res))
+      .set(streamOutcome, (code) => {
+        if (record !== undefined) record.rpcCode = grpcCodeName(code);
+      });
     try {
-      request = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(callState, state).set(transportAbort, () => cut(res)));
+      request = universalRequestFromNodeRequest(req, res, undefined, values);
       if (text) request = fromGrpcWebText(request);
     } catch {
       const error = new ConnectError("malformed request: no valid authority (Host header)", Code.InvalidArgument);

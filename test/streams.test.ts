@@ -260,6 +260,13 @@ describe.skipIf(pglite)("a client that stops reading", () => {
         ended = ConnectError.from(err);
       }
       expect(ended?.code).toBe(Code.ResourceExhausted);
+      // The access log and the request metrics have the stream's own end, not the OK its response began with.
+      let counted = 0;
+      for (let tries = 0; tries < 50 && counted === 0; tries++) {
+        counted = (await scrapeMetrics(small.baseUrl)).value("tonquery_requests_total", { door: "grpc", operation: "StreamTraces", code: "RESOURCE_EXHAUSTED" });
+        if (counted === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(counted).toBe(1);
       const position = Number(ended?.metadata.get("tonquery-stream-position"));
       // Its position is the last block it received: everything up to it arrived, nothing after it.
       expect(position).toBe((received[received.length - 1] as [number, string[]])[0]);

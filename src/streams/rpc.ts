@@ -3,7 +3,8 @@ import type { HandlerContext } from "@connectrpc/connect";
 import { type StreamTracesRequest, type StreamTracesResponse, StreamTracesResponseSchema } from "../../gen/tonquery/v1/stream_pb.ts";
 import type { Config } from "../config.ts";
 import { distinctValues, invalidParameter, isStorableText } from "../handlers/validation.ts";
-import { transportAbort } from "../rpc-door.ts";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { streamOutcome, transportAbort } from "../rpc-door.ts";
 import { parseAddress } from "../ton/address.ts";
 import { type StreamHub, streamFilter } from "./hub.ts";
 
@@ -24,6 +25,18 @@ export async function* streamTracesRpc(hub: StreamHub, config: Config, request: 
     config.streamMaxAddresses,
     (address, index) => parseAddress(address) ?? throwInvalid("accounts", index),
   );
+  const outcome = context.values.get(streamOutcome);
+  try {
+    yield* messages(hub, filter, request, context);
+    outcome?.(context.signal.aborted ? Code.Canceled : 0);
+  } catch (err) {
+    // A client that went away ended its stream: CANCELED, as connect reports a call its client cancelled.
+    outcome?.(context.signal.aborted && !(err instanceof ConnectError) ? Code.Canceled : ConnectError.from(err).code);
+    throw err;
+  }
+}
+
+async function* messages(hub: StreamHub, filter: ReturnType<typeof streamFilter>, request: StreamTracesRequest, context: HandlerContext): AsyncGenerator<StreamTracesResponse> {
   for await (const item of hub.open(filter, request.resumeAfter, context.signal, "rpc", context.values.get(transportAbort))) {
     if (item.kind === "heartbeat") {
       yield create(StreamTracesResponseSchema, { position: item.seqno, heartbeat: true });
