@@ -186,6 +186,7 @@ export class StreamHub {
   #timer: NodeJS.Timeout | undefined;
   #polling: Promise<void> | undefined;
   readonly #advanced = new Set<() => void>();
+  readonly #openListeners = new Set<() => void>();
   readonly #closed = new AbortController();
   /**
    * The hub's own async context (the service's start-up): its polls and reads run there, not in the context of the
@@ -200,11 +201,9 @@ export class StreamHub {
     metrics?.watch(() => ({
       open: this.#subscribers,
       indexLag: this.#newest === undefined || this.#position === undefined ? 0 : this.#newest - this.#position,
-      streamLag: this.#position === undefined ? 0 : Math.max(0, ...[...this.#subscribers].map((s) => (this.#position as number) - s.position)),
+      streamLag: this.#position === undefined ? 0 : [...this.#subscribers].reduce((max, s) => (s.position < 0 ? max : Math.max(max, (this.#position as number) - s.position)), 0),
     }));
   }
-
-  readonly #openListeners = new Set<() => void>();
 
   /** Calls `listener` whenever a stream opens (the demo starts its replay on the first one). */
   onStreamOpened(listener: () => void): () => void {
