@@ -29,11 +29,19 @@ export interface BlockTraceRef {
   classified: boolean;
 }
 
+/**
+ * The hub's reads go to the primary (with replicas; without, everything does): no member can be "known to hold" this
+ * seqno, so Cluster routes to the primary. A replica chosen for holding block N may still lack block N-1, which the
+ * worker can commit after N: the hub read the committed prefix on one member and must read the blocks in it on a
+ * member at least as far along in the same commit order, and only the primary (or the poll's own member) is.
+ */
+const primaryOnly = Number.MAX_SAFE_INTEGER;
+
 /** A read of the service's: one signal for all its statements, aborted by `stop` (nobody waits any more, shutdown). */
 export async function asRead<T>(deps: ServiceDeps, stop: AbortSignal | undefined, timeoutMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   const signal = stop === undefined ? AbortSignal.any([controller.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.any([controller.signal, stop, AbortSignal.timeout(timeoutMs)]);
-  deps.db.route(signal);
+  deps.db.route(signal, primaryOnly);
   try {
     return await work(signal);
   } finally {
