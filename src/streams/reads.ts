@@ -1,7 +1,5 @@
-import type { TraceAction } from "../../gen/tonquery/v1/trace_pb.ts";
-import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
-import type { AddressMetadata } from "../../gen/tonquery/v1/trace_pb.ts";
-import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
+import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_pb.ts";
+import type { AddressBookRow, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { traceActions } from "../actions/trace-action.ts";
 import { selectAddressBook } from "../db/address-book.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
@@ -123,7 +121,7 @@ export interface LoadSpec {
   actionTypes: ReadonlyMap<string, readonly string[]>;
   addressBook: boolean;
   metadata: boolean;
-  /** Addresses to describe besides those of the traces' transactions and actions (none today). */
+  /** Traces with more transactions are loaded without them (MAX_TRACE_TRANSACTIONS, as in GetTraces). */
   maxTraceTransactions: number;
 }
 
