@@ -65,6 +65,22 @@ export interface Config {
   compression: boolean;
   /** REST answers smaller than this go out uncompressed. */
   compressionMinBytes: number;
+  /** Live streams (StreamTraces, SSE, WebSocket subscriptions) open at once on this instance. */
+  streamMaxStreams: number;
+  /** Accounts one stream may follow. */
+  streamMaxAddresses: number;
+  /** Between polls of the index for new masterchain blocks (one poll per instance, whatever the number of streams). */
+  streamPollIntervalMs: number;
+  /** A stream with nothing to send sends a heartbeat carrying its position this often. */
+  streamHeartbeatMs: number;
+  /** Blocks' messages a stream may hold unsent; a stream whose client reads slower is ended with its position. */
+  streamBufferBlocks: number;
+  /** How many masterchain blocks behind the index a stream may resume from. */
+  streamResumeWindowBlocks: number;
+  /** How long a missing masterchain seqno below committed ones is waited for before the stream moves past it. */
+  streamGapWaitMs: number;
+  /** How long a block is held back for its traces to be classified, for streams that ask for actions. */
+  streamActionsWaitMs: number;
 }
 
 interface Setting {
@@ -186,6 +202,46 @@ export const settings = {
     default: "1024",
     help: "REST answers smaller than this many bytes go out uncompressed, unless the client refuses identity.",
   },
+  streamMaxStreams: {
+    env: "STREAM_MAX_STREAMS",
+    default: "1000",
+    help: "Live streams (StreamTraces, /api/streaming/v2/sse, WebSocket subscriptions) open at once on this instance; one more is refused with 429 / RESOURCE_EXHAUSTED.",
+  },
+  streamMaxAddresses: {
+    env: "STREAM_MAX_ADDRESSES",
+    default: "1000",
+    help: "Accounts one stream may follow; more is a 400 / INVALID_ARGUMENT (\"too many addresses\").",
+  },
+  streamPollIntervalMs: {
+    env: "STREAM_POLL_INTERVAL_MS",
+    default: "500",
+    help: "Between polls of the index for newly committed masterchain blocks while streams are open: one statement per interval per instance, whatever the number of streams.",
+  },
+  streamHeartbeatMs: {
+    env: "STREAM_HEARTBEAT_MS",
+    default: "15000",
+    help: "A stream that has sent nothing for this long sends a heartbeat with its position (SSE: an event with an id; WebSocket: a message and a ping; RPC: a message with heartbeat set).",
+  },
+  streamBufferBlocks: {
+    env: "STREAM_BUFFER_BLOCKS",
+    default: "64",
+    help: "Blocks' messages a stream may hold while its client has not read the previous ones; one more ends the stream with a resumable error carrying its position (RESOURCE_EXHAUSTED).",
+  },
+  streamResumeWindowBlocks: {
+    env: "STREAM_RESUME_WINDOW_BLOCKS",
+    default: "10000",
+    help: "How many masterchain blocks behind the index a stream may resume from (replayed from the index, then live); an older position is refused (410 / OUT_OF_RANGE) with the oldest one accepted.",
+  },
+  streamGapWaitMs: {
+    env: "STREAM_GAP_WAIT_MS",
+    default: "30000",
+    help: "A masterchain seqno missing below committed ones (the worker commits batches out of order) is waited for this long; then streams move past it as a block the index does not hold (logged, and counted in tonquery_stream_gaps_skipped_total).",
+  },
+  streamActionsWaitMs: {
+    env: "STREAM_ACTIONS_WAIT_MS",
+    default: "10000",
+    help: "For streams that ask for actions, how long a block is held back until the classifier has classified its traces; after it those traces go out without actions (classification_state unclassified).",
+  },
 } satisfies Record<keyof Config, Setting>;
 
 export class ConfigError extends Error {}
@@ -259,6 +315,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     otlpTracesEndpoint: read(s.otlpTracesEndpoint) || undefined,
     compression: boolean(s.compression.env, read(s.compression)),
     compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
+    streamMaxStreams: integer(s.streamMaxStreams.env, read(s.streamMaxStreams), 0, 1_000_000),
+    streamMaxAddresses: integer(s.streamMaxAddresses.env, read(s.streamMaxAddresses), 1, 1_000_000),
+    streamPollIntervalMs: integer(s.streamPollIntervalMs.env, read(s.streamPollIntervalMs), 10, 600_000),
+    streamHeartbeatMs: integer(s.streamHeartbeatMs.env, read(s.streamHeartbeatMs), 10, 3_600_000),
+    streamBufferBlocks: integer(s.streamBufferBlocks.env, read(s.streamBufferBlocks), 1, 1_000_000),
+    streamResumeWindowBlocks: integer(s.streamResumeWindowBlocks.env, read(s.streamResumeWindowBlocks), 0, 100_000_000),
+    streamGapWaitMs: integer(s.streamGapWaitMs.env, read(s.streamGapWaitMs), 0, 86_400_000),
+    streamActionsWaitMs: integer(s.streamActionsWaitMs.env, read(s.streamActionsWaitMs), 0, 3_600_000),
   };
   if (config.databaseReplicaUrls.length > 0 && config.databaseUrl === undefined) {
     throw new ConfigError("DATABASE_REPLICA_URLS needs DATABASE_URL: replicas of the embedded demo database cannot exist");

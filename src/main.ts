@@ -6,7 +6,8 @@ import { log, setLogLevel } from "./log.ts";
 import { Telemetry } from "./observability/telemetry.ts";
 import { startTracing } from "./observability/tracing.ts";
 import { createServer } from "./server.ts";
-import { usageExamples } from "./usage.ts";
+import { demoReplaySeconds, usageExamples } from "./usage.ts";
+import { startDemoReplay } from "./demo/replay.ts";
 
 async function main(): Promise<number> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
@@ -40,6 +41,18 @@ async function main(): Promise<number> {
     schema: formatVersion(version),
     tracing: tracing === undefined ? "off" : "OTLP",
   });
+  // The demo's index turns live once someone streams it: recorded traces come back as new blocks, for the streams to
+  // show. Until then it stays as recorded (masterchainInfo answers the recorded last block).
+  let replay: Awaited<ReturnType<typeof startDemoReplay>> | undefined;
+  if (embedded !== undefined) {
+    const stopWatching = server.onStreamOpened(() => {
+      stopWatching();
+      void startDemoReplay(db, demoReplaySeconds * 1000).then(
+        (started) => (replay = started),
+        (err: unknown) => log.warn("demo replay could not start", { error: err }),
+      );
+    });
+  }
   process.stdout.write(usageExamples(baseUrl, embedded !== undefined));
 
   let stopping = false;
@@ -47,6 +60,7 @@ async function main(): Promise<number> {
     if (stopping) return;
     stopping = true;
     log.info("shutting down", { signal });
+    replay?.stop();
     await server.close();
     await db.end();
     await embedded?.close();

@@ -13,6 +13,7 @@ import { createAsyncIterable, encodeEnvelope, type UniversalServerRequest, type 
 import { codeFromHttpStatus, codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import http2 from "node:http2";
 import { promisify } from "node:util";
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
 import type { Compression } from "@connectrpc/connect/protocol";
@@ -49,6 +50,18 @@ interface CallState {
 }
 
 const callState = createContextKey<CallState | undefined>(undefined, { description: "tonquery rpc door call state" });
+
+/**
+ * Cuts the call's transport (HTTP/1.1: the connection; HTTP/2: the stream, with RST_STREAM CANCEL): for a stream
+ * whose client reads nothing any more, so that not even its final error can be written (see src/streams).
+ */
+export const transportAbort = createContextKey<(() => void) | undefined>(undefined, { description: "tonquery rpc door transport abort" });
+
+/**
+ * Notes how a server stream ended (0: OK), for the access log and the request metrics: the door learns a call's
+ * outcome when its response begins, which for a stream is long before its end.
+ */
+export const streamOutcome = createContextKey<((code: Code | 0) => void) | undefined>(undefined, { description: "tonquery rpc door stream outcome" });
 
 /**
  * First of the interceptors: the call reached the implementation, so its failures are the implementation's; and its
@@ -114,24 +127,97 @@ export function rpcDoor(options: RpcDoorOptions): HttpHandler {
     const service = handler.method.parent.typeName;
     const record = nameRequest(doors[protocolOf(req.method, req.headers["content-type"])], service.startsWith("tonquery.") ? handler.method.name : `${service}/${handler.method.name}`);
     let request: UniversalServerRequest;
+    const text = isGrpcWebText(req.headers["content-type"]);
+    const values = createContextValues()
+      .set(callState, state)
+      .set(transportAbort, () => cut(res))
+      .set(streamOutcome, (code) => {
+        if (record !== undefined) record.rpcCode = grpcCodeName(code);
+      });
     try {
-      request = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(callState, state));
+      request = universalRequestFromNodeRequest(req, res, undefined, values);
+      if (text) request = fromGrpcWebText(request);
     } catch {
       const error = new ConnectError("malformed request: no valid authority (Host header)", Code.InvalidArgument);
       if (record !== undefined) record.rpcCode = grpcCodeName(error.code);
-      void write(errorResponse(protocolOf(req.method, req.headers["content-type"]), error, undefined), res, handler.method.name);
+      const answer = errorResponse(protocolOf(req.method, req.headers["content-type"]), error, undefined);
+      void write(text ? toGrpcWebText(answer) : answer, res, handler.method.name);
       return;
     }
-    capDeadline(request.header, options.maxDeadlineMs);
+    // A stream lasts as long as its client wants: its deadline is the client's own, uncut.
+    if (handler.method.methodKind !== "server_streaming") capDeadline(request.header, options.maxDeadlineMs);
     handler(request).then(
       (response) => {
         const answer = state.reached ? response : unreadable(response, state, protocolOf(request.method, request.header.get("content-type")));
         if (record !== undefined) record.rpcCode = grpcCodeName(outcome(state, answer, response));
-        return write(answer, res, handler.method.name);
+        return write(text ? toGrpcWebText(answer) : answer, res, handler.method.name);
       },
       (reason: unknown) => report(reason, handler.method.name),
     );
   };
+}
+
+/** Ends the response's transport at once: HTTP/2 resets the stream only, HTTP/1.1 closes the connection. */
+function cut(res: HttpResponse): void {
+  if ("stream" in res) res.stream.close(http2.constants.NGHTTP2_CANCEL);
+  else res.destroy();
+}
+
+// gRPC-web's text mode (application/grpc-web-text): the same frames as application/grpc-web+proto, in base64.
+// Google's grpc-web client uses it by default, and streams only in it (its binary mode reads the whole response
+// first). connect implements the binary mode; the door translates: the request body is decoded before connect
+// reads it, and each chunk connect writes is sent as base64 of its own, padded, which the client decodes as it
+// arrives (PROTOCOL-WEB.md allows separately encoded chunks; the client decodes each complete 4-character group).
+
+function isGrpcWebText(contentType: string | string[] | undefined): boolean {
+  const type = (Array.isArray(contentType) ? contentType[0] : contentType)?.toLowerCase() ?? "";
+  return type.startsWith("application/grpc-web-text");
+}
+
+/** The request as connect's gRPC-web binary mode reads it. */
+function fromGrpcWebText(request: UniversalServerRequest): UniversalServerRequest {
+  const type = request.header.get("content-type") ?? "";
+  // application/grpc-web-text, application/grpc-web-text+proto: both are protobuf.
+  request.header.set("content-type", type.replace(/^application\/grpc-web-text(\+proto)?/i, "application/grpc-web+proto"));
+  const body = request.body;
+  if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return request;
+  return { ...request, body: decodeBase64Stream(body as AsyncIterable<Uint8Array>) };
+}
+
+/** Base64 text arriving in any chunks, possibly as several padded segments, as the bytes it encodes. */
+async function* decodeBase64Stream(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  let pending = "";
+  for await (const chunk of chunks) {
+    pending += Buffer.from(chunk).toString("latin1").replace(/\s+/g, "");
+    // Whole 4-character groups decode on their own (a padded group ends its segment).
+    const whole = pending.length - (pending.length % 4);
+    if (whole > 0) {
+      yield decodeSegments(pending.slice(0, whole));
+      pending = pending.slice(whole);
+    }
+  }
+  if (pending.length > 0) yield decodeSegments(pending);
+}
+
+function decodeSegments(text: string): Uint8Array {
+  if (!/^[A-Za-z0-9+/=_-]*$/.test(text)) throw new ConnectError("malformed request: the grpc-web-text body is not base64", Code.InvalidArgument);
+  const parts = text.match(/[^=]+=*|=+/g) ?? [];
+  return new Uint8Array(Buffer.concat(parts.map((part) => Buffer.from(part, "base64"))));
+}
+
+/** connect's gRPC-web answer in text mode: each chunk in base64 of its own, as the client asked. */
+function toGrpcWebText(response: UniversalServerResponse): UniversalServerResponse {
+  const header = new Headers(response.header);
+  const type = header.get("content-type");
+  if (type !== null && type.toLowerCase().startsWith("application/grpc-web")) header.set("content-type", "application/grpc-web-text+proto");
+  header.delete("content-length");
+  const body = response.body;
+  if (body === undefined) return { ...response, header };
+  return { ...response, header, body: encodeBase64Stream(body) };
+}
+
+async function* encodeBase64Stream(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of chunks) if (chunk.byteLength > 0) yield new Uint8Array(Buffer.from(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("base64"), "latin1"));
 }
 
 const doors: Record<Protocol, Door> = { connect: "connect", grpc: "grpc", "grpc-web": "grpc_web" };

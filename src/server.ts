@@ -14,10 +14,13 @@ import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "./service.ts";
 import type { ServiceDeps } from "./service-deps.ts";
 import { createSinglePortServer, type HttpHandler } from "./single-port.ts";
+import { streamingDoors } from "./streams/rest.ts";
 import "./ton/native-sha256.ts";
 
 export interface Server {
   listen(port: number, host?: string): Promise<AddressInfo>;
+  /** Calls `listener` whenever a live stream opens. */
+  onStreamOpened(listener: () => void): () => void;
   /** Graceful stop: no new connections, requests in flight get the configured grace period. */
   close(): Promise<void>;
 }
@@ -56,13 +59,16 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     ...explorerRoutes(deps.config),
   ]);
   const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
-  const rest = withResponseHeaders(
+  const restPaths = withResponseHeaders(
     restHandler({ service: forwardingResponseHeaders(service), shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs, compression }, (req, res) => {
       const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
       if (endpoint === undefined) notFound(req, res);
       else if (!refusedMethod(req, res)) endpoint(req, res);
     }),
   );
+  // The live streams' REST doors (toncenter's Streaming API v2), before the other REST paths.
+  const streaming = streamingDoors(service.streams, deps.config, restPaths);
+  const rest = streaming.http;
   // connect-node's adapter, plus: requests connect cannot read are INVALID_ARGUMENT, client deadlines are cut to
   // the server's, and a request that makes no URL is refused (see rpc-door.ts).
   const rpc = rpcDoor({
@@ -74,17 +80,21 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     interceptors: [errorInterceptor],
     fallback: rest,
     shutdownSignal: shutdown.signal,
-    // Requests are small; refuse large bodies before parsing them.
-    readMaxBytes: 64 * 1024,
+    // Requests are small (the largest: a StreamTraces of STREAM_MAX_ADDRESSES raw addresses, ~70 kB); refuse large bodies before parsing them.
+    readMaxBytes: 256 * 1024,
     maxDeadlineMs: deps.config.requestTimeoutMs,
   });
   const withCors = corsHandler(deps.config.corsOrigin, rpc);
-  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, { accessLog: deps.config.accessLog }), deps.config);
+  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, { accessLog: deps.config.accessLog }), deps.config, streaming.upgrade);
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),
+    onStreamOpened: (listener) => service.streams.onStreamOpened(listener),
     close: () => {
       health.drain();
+      // Streams end at once with their position (UNAVAILABLE), rather than holding the grace period.
+      service.streams.close();
+      streaming.close();
       return server.close(deps.config.shutdownTimeoutMs, () => shutdown.abort());
     },
   };

@@ -10,6 +10,7 @@ import {
   type GetTracesResponse,
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
+import type { StreamTracesRequest } from "../gen/tonquery/v1/stream_pb.ts";
 import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
 import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
@@ -21,6 +22,9 @@ import { prepareBodyDecoding } from "./decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
 import { respondsInBinary, TracesBinaryWriter } from "./present/proto/traces.ts";
 import type { ServiceDeps } from "./service-deps.ts";
+import { StreamHub } from "./streams/hub.ts";
+import { StreamMetrics } from "./streams/metrics.ts";
+import { streamTracesRpc } from "./streams/rpc.ts";
 
 /**
  * What a door does with a response while the request still holds its admission: the RPC doors take the message
@@ -37,6 +41,22 @@ export function createTonQueryService(deps: ServiceDeps) {
   const admission = new Admission(config.maxConcurrentRequests, deps.telemetry?.metrics);
   deps.telemetry?.metrics.watchAdmission(() => admission.state());
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
+  // One reader of the index for every live stream of this instance (src/streams).
+  const streams = new StreamHub(
+    deps,
+    {
+      pollIntervalMs: config.streamPollIntervalMs,
+      heartbeatMs: config.streamHeartbeatMs,
+      bufferBlocks: config.streamBufferBlocks,
+      resumeWindowBlocks: config.streamResumeWindowBlocks,
+      gapWaitMs: config.streamGapWaitMs,
+      actionsWaitMs: config.streamActionsWaitMs,
+      maxStreams: config.streamMaxStreams,
+      readTimeoutMs: config.requestTimeoutMs,
+      cacheBlocks: Math.max(16, config.streamBufferBlocks),
+    },
+    deps.telemetry === undefined ? undefined : new StreamMetrics(deps.telemetry.metrics.registry),
+  );
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
   const admitted = async <Response, Out>(
@@ -98,14 +118,18 @@ export function createTonQueryService(deps: ServiceDeps) {
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
     ) => admitted(context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
+    // Not admitted like a request: a stream holds no slot while it waits, and its reads are the hub's, shared.
+    streamTraces: (request: StreamTracesRequest, context: HandlerContext) => streamTracesRpc(streams, config, request, context),
   } satisfies ServiceImpl<typeof TonQueryService>;
   return {
     ...rpcMethods,
+    /** The live streams' reader, for the REST streaming doors and shutdown. */
+    streams,
     /**
      * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
      * `newSink` for each run of the request (a run may be done again, see `admitted`).
      */
-    streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
+    getTracesInto: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
       admitted<T, T>(context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, newSink(), slots), undefined),
   };
 }

@@ -64,7 +64,10 @@ interface Connection {
   session: http2.ServerHttp2Session | undefined;
 }
 
-export function createSinglePortServer(handler: HttpHandler, limits: ConnectionLimits): SinglePortServer {
+/** An HTTP/1.1 Upgrade request (WebSocket): the handler owns the socket from then on. */
+export type UpgradeHandler = (req: http.IncomingMessage, socket: import("node:stream").Duplex, head: Buffer) => void;
+
+export function createSinglePortServer(handler: HttpHandler, limits: ConnectionLimits, onUpgrade?: UpgradeHandler): SinglePortServer {
   const http1 = http.createServer({
     // The HTTP/1.1 server never listens, but Node's own timeouts work on sockets handed to it once its
     // connection tracking runs (see below). Node's headersTimeout is the only way to bound the headers
@@ -251,6 +254,19 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
     if (closing) res.setHeader("connection", "close");
     watchBody(conn, req, res);
     handler(req, res);
+  });
+
+  // An upgraded connection (a WebSocket) counts as a request in flight for as long as it is open: no header, idle or
+  // cap rule closes it, and shutdown waits for it (the streams' door closes it first).
+  http1.on("upgrade", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    const conn = connections.get(socket);
+    if (conn === undefined || onUpgrade === undefined || closing) {
+      socket.destroy();
+      return;
+    }
+    requestStarted(conn);
+    socket.once("close", () => requestEnded(conn));
+    onUpgrade(req, socket, head);
   });
 
   let handingOver: Connection | undefined;

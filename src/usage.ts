@@ -28,6 +28,12 @@ const demoSettledTraceHex = "ad30b672bb5cbadf665ae9fe64a37f8e6939d679e92de925b72
  */
 export const demoJettonTransferHex = "3a75b3b25f5ee2741977a8820b2e87a058fe82b5f645c1faf0ca0d5b80efe49c";
 
+/** The demo's last recorded masterchain block: a stream resumed after it replays every block the demo has added. */
+const demoLastSeqno = 51317643;
+
+/** How often the demo adds a replayed block (src/demo/replay.ts). */
+export const demoReplaySeconds = 3;
+
 export function usageExamples(baseUrl: string, demo: boolean): string {
   const lines = [
     "",
@@ -65,6 +71,15 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
           `  ${grpc} -d '{"workchain":-1,"shard":"-9223372036854775808","seqno":39984096}' ${baseUrl}/${rpc}/GetBlockTransactionsExt`,
         ]
       : []),
+    "",
+    demo
+      ? `Live streams (from the first stream on, the demo appends a block of replayed mainnet traces every ${demoReplaySeconds} s; Ctrl-C to stop each):`
+      : "Live streams (toncenter's Streaming API v2, and StreamTraces):",
+    `  curl -N -X POST -H 'content-type: application/json' -d '{"types":["transactions","actions"]${demo ? "" : ',"addresses":["<account>"]'}}' ${baseUrl}/api/streaming/v2/sse`,
+    demo
+      ? `  curl -N -G -d types=actions -H 'Last-Event-ID: ${demoLastSeqno}' ${baseUrl}/api/streaming/v2/sse`
+      : `  curl -N -G -d types=actions -d addresses=<account> -H 'Last-Event-ID: <an event id received>' ${baseUrl}/api/streaming/v2/sse`,
+    `  ${grpc} -d '{${demo ? "" : '"accounts":["<account>"],'}"includeActions":true}' ${baseUrl}/${rpc}/StreamTraces`,
     "",
     "The trace explorer, in a browser:",
     `  ${baseUrl}/explorer`,

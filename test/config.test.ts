@@ -37,6 +37,14 @@ describe("configuration", () => {
       otlpTracesEndpoint: undefined,
       compression: true,
       compressionMinBytes: 1024,
+      streamMaxStreams: 1000,
+      streamMaxAddresses: 1000,
+      streamPollIntervalMs: 500,
+      streamHeartbeatMs: 15000,
+      streamBufferBlocks: 64,
+      streamResumeWindowBlocks: 10000,
+      streamGapWaitMs: 30000,
+      streamActionsWaitMs: 10000,
     });
   });
 

@@ -210,7 +210,7 @@ function withinBigint(lt: string | undefined): string | undefined {
   return lt === undefined || BigInt(lt) <= maxBigint ? lt : maxBigint.toString();
 }
 
-function traceHeader(row: TraceRow) {
+export function traceHeader(row: TraceRow) {
   return {
     traceId: row.trace_id,
     externalHash: optional(row.external_hash),
@@ -230,11 +230,11 @@ function traceHeader(row: TraceRow) {
   };
 }
 
-function incompleteTrace(row: TraceRow): Trace {
+export function incompleteTrace(row: TraceRow): Trace {
   return create(TraceSchema, { ...traceHeader(row), isIncomplete: true, warning: traceTooLargeWarning });
 }
 
-function completeTrace(row: TraceRow, transactions: Transaction[], actions: TraceAction[]): Trace {
+export function completeTrace(row: TraceRow, transactions: Transaction[], actions: TraceAction[]): Trace {
   const tree = assembleTraceTree(transactions);
   return create(TraceSchema, {
     ...traceHeader(row),

@@ -107,7 +107,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         async handle(query, context) {
           const request = tracesQuery(query);
           let page: TracePageFinality<Buffer[]> | undefined;
-          const body = await service.streamTraces(request, context, () => (page = new TracePageFinality(request, new TracesJsonWriter(request))));
+          const body = await service.getTracesInto(request, context, () => (page = new TracePageFinality(request, new TracesJsonWriter(request))));
           return { body, cacheControl: (page as TracePageFinality<Buffer[]>).cacheControl() };
         },
       },
