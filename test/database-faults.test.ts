@@ -40,11 +40,14 @@ describe.runIf(onRealPostgres)("a statement that times out mid-result", () => {
     const expected = await server.rest(path);
     expect(expected.status).toBe(200);
 
-    // Three rows arrive, then the fourth row outlasts the statement timeout: on one of the service's own connections.
+    // Three rows arrive, then the fourth row outlasts the statement timeout: on one of the service's own connections,
+    // taken as the service takes them (through its connection permits, which its leases count on).
     const timingOut = () =>
-      server.sql`select i, case when i > 3 then pg_sleep(1)::text end as late from generate_series(1, 10) as i`.then(
+      // A signal of its own per statement: a request's route (its member) is looked up by its signal.
+      runQuery(new AbortController().signal, server.sql, "test_times_out", (tx) => tx`select i, case when i > 3 then pg_sleep(1)::text end as late from generate_series(1, 10) as i`).then(
         () => "finished",
-        (err: unknown) => (err as { code?: string }).code,
+        // The statement timeout's SQLSTATE 57014, as runQuery reports it.
+        (err: unknown) => (err instanceof ConnectError && err.cause instanceof Error ? (err.cause as { code?: string }).code : err),
       );
     const until = Date.now() + 3000;
     const disruptors = Array.from({ length: 3 }, async () => {
