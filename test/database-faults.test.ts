@@ -102,7 +102,7 @@ describe("a database outage", () => {
 
   it("notices a host that stops answering instead of waiting out the deadline, and recovers by itself", async () => {
     expect((await masterchainInfo()).status).toBe(200);
-    proxy.blackhole();
+    await proxy.blackhole();
     const started = Date.now();
     // Sent on a pooled connection that no longer answers: the probe finds the host gone and the request ends.
     const inFlight = await masterchainInfo();

@@ -334,7 +334,7 @@ describe("the demo's answers match the document", () => {
     // A database that stops answering is noticed after DB_CONNECT_TIMEOUT_MS: the request's deadline comes first.
     await withFailingDatabase({ REQUEST_TIMEOUT_MS: "1000", DB_CONNECT_TIMEOUT_MS: "30000" }, async (failing, proxy) => {
       expect((await failing.request("/api/v3/masterchainInfo")).status).toBe(200);
-      proxy.blackhole();
+      await proxy.blackhole();
       for (const path of eachPath) expect((await failing.request(path)).status, path).toBe(504);
       for (const key of failing.covered) check.covered.add(key);
     });
