@@ -46,7 +46,9 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
   );
 
   const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
-  const health = new ServiceHealth(deps.db);
+  // A statement holds its connection for at most its timeout, after opening the connection: pools blocked longer
+  // with no statement starting serve nobody.
+  const health = new ServiceHealth(deps.db, { stallAfterMs: deps.config.statementTimeoutMs + deps.config.dbConnectTimeoutMs });
   // GET-only endpoints beside the REST paths.
   const endpoints = new Map<string, HttpHandler>([
     ...health.httpProbes(),
