@@ -21,6 +21,19 @@ const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const requestTimeoutResponse = Buffer.from("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n");
 
 /**
+ * The answer to an HTTP/1.1 CONNECT: Node hands such a request to a 'connect' listener with the bare socket (a proxy
+ * would tunnel it), and without one closes the socket with no answer at all. The service is no proxy; the methods it
+ * serves anywhere are named, as for any method it does not serve (see server.ts).
+ */
+const connectRefusal = (() => {
+  const body = JSON.stringify({ error: "method CONNECT not allowed" });
+  return Buffer.from(
+    "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, OPTIONS\r\nContent-Type: application/json; charset=utf-8\r\n" +
+      `Cache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+})();
+
+/**
  * How long a peer gets to read our last bytes (a 408, a GOAWAY) and close its side before the socket is
  * destroyed. Closing first, with the peer's data possibly still unread, makes the kernel answer with a
  * reset, which can discard the very response the peer was about to read; waiting for ever would let a
@@ -298,6 +311,12 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
     if (closing) res.setHeader("connection", "close");
     watchBody(conn, req, res);
     handler(req, res);
+  });
+
+  http1.on("connect", (_request: http.IncomingMessage, socket: net.Socket) => {
+    const conn = connections.get(socket);
+    if (conn === undefined) socket.destroy();
+    else endGently(conn, connectRefusal);
   });
 
   let handingOver: Connection | undefined;
