@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { abortError, untilAborted } from "./abort.ts";
 import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.ts";
 
@@ -9,10 +10,21 @@ import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.
  *
  * Two lanes keep cheap requests fast while heavy ones run. A light request (one slot) may take one of the
  * `reserved` slots, which heavy requests never hold, so it waits at most for other light requests; when those are
- * taken it queues with everybody else. The other slots are shared, granted strictly in arrival order (a heavy
+ * taken it queues with everybody else. The other slots are shared, granted strictly in order of arrival (a heavy
  * request at the head is not overtaken, so a stream of light ones cannot starve it), and a heavy request weighs
  * at most all of them. With the default 8 slots: 2 reserved, and one 1000-trace page or six small ones in the 6
  * shared.
+ *
+ * A request keeps its place in line for good: one that grows once it knows its real weight gives its slots back (a
+ * growing request that held them while waiting for more could deadlock with another) and waits again, but ahead
+ * of everyone who arrived after it. Before that, a page weighed 2 slots and turned out to need 3 went to the end of
+ * the line, behind the newer light requests, and mid-size pages starved (issue 23).
+ *
+ * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
+ * wait is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it, plus its own, would
+ * outlast its deadline, as measured by how long requests of its kind and weight have held their slots. The heavier
+ * a request, the longer its own part, so heavy requests are refused first; light ones that find a reserved slot
+ * free are never refused.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
  * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
@@ -22,8 +34,14 @@ export class Admission {
   readonly #reserved: number;
   #freeShared: number;
   #freeReserved: number;
+  /** In order of arrival (tickets ascending); a growing request goes back at its original place. */
   readonly #waiting: Waiter[] = [];
+  #nextTicket = 0;
   readonly #recorder: AdmissionRecorder | undefined;
+  /** How long requests have held their slots, by kind and slot count: a moving average in milliseconds. */
+  readonly #holdMs = new Map<string, number>();
+  /** Expected slot-milliseconds of the requests holding shared slots now (each counted at its expected hold). */
+  #sharedWorkInUse = 0;
 
   constructor(slots: number, recorder?: AdmissionRecorder) {
     this.#recorder = recorder;
@@ -33,8 +51,15 @@ export class Admission {
     this.#freeReserved = this.#reserved;
   }
 
-  async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>): Promise<T> {
-    let held = await this.#acquire(signal, this.#slotsFor(weight));
+  /**
+   * Runs `work` once its slots are granted. `request.kind` names what it is (an operation), for the hold times
+   * shedding is judged by; `request.timeoutMs` is what is left of its deadline (no shedding without one).
+   */
+  async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>, request: AdmissionRequest = {}): Promise<T> {
+    const kind = request.kind ?? "";
+    const ticket = this.#nextTicket++;
+    const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
+    let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline });
     const slots: HeldSlots = {
       get light() {
         return held.count <= 1;
@@ -42,18 +67,20 @@ export class Admission {
       resize: async (newWeight) => {
         const wanted = this.#slotsFor(newWeight);
         if (wanted <= held.count) {
-          this.#release({ lane: held.lane, count: held.count - wanted });
-          held = { lane: held.lane, count: wanted };
+          const released = held.count - wanted;
+          const releasedWork = held.count > 0 ? (held.expectedWork * released) / held.count : 0;
+          this.#release({ ...held, count: released, expectedWork: releasedWork }, false);
+          held = { ...held, count: wanted, expectedWork: held.expectedWork - releasedWork };
           return;
         }
-        // Holding some slots while waiting for more could deadlock two growing requests: give all back and
-        // queue again for the whole weight.
-        this.#release(held);
-        held = { lane: "shared", count: 0 };
-        held = await this.#acquire(signal, wanted);
+        // Holding some slots while waiting for more could deadlock two growing requests: give all back and queue
+        // again for the whole weight, at this request's place in line, never shed (it was admitted).
+        this.#release(held, false);
+        held = { lane: "shared", count: 0, kind, since: performance.now(), expectedWork: 0 };
+        held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined });
       },
     };
-    const done = work(slots).finally(() => this.#release(held));
+    const done = work(slots).finally(() => this.#release(held, true));
     return untilAborted(signal, done);
   }
 
@@ -72,26 +99,43 @@ export class Admission {
     return Math.min(this.#shared, Math.max(1, Math.ceil(weight)));
   }
 
-  #acquire(signal: AbortSignal, count: number): Promise<Held> {
+  /** The moving average hold of requests of this kind and slot count; 0 while none has been seen (never shed then). */
+  #expectedHoldMs(kind: string, count: number): number {
+    return this.#holdMs.get(holdKey(kind, count)) ?? 0;
+  }
+
+  #acquire(signal: AbortSignal, want: Want): Promise<Held> {
     if (signal.aborted) return Promise.reject(abortError(signal));
+    const { count, kind } = want;
     if (count === 1 && this.#freeReserved > 0) {
       this.#freeReserved--;
       this.#recorder?.admissionWaited(0);
-      return Promise.resolve({ lane: "reserved", count });
+      return Promise.resolve(this.#held("reserved", want));
     }
-    if (this.#waiting.length === 0 && this.#freeShared >= count) {
+    const ahead = this.#waiting.filter((w) => w.ticket < want.ticket);
+    if (ahead.length === 0 && this.#freeShared >= count) {
       this.#freeShared -= count;
       this.#recorder?.admissionWaited(0);
-      return Promise.resolve({ lane: "shared", count });
+      return Promise.resolve(this.#held("shared", want));
+    }
+    if (want.deadline !== undefined) {
+      // The shared lane does `#shared` slot-milliseconds of work per millisecond: what is ahead, the half still to
+      // run (on average) of what holds slots now, then this request's own hold.
+      const queuedWork = ahead.reduce((sum, w) => sum + w.count * this.#expectedHoldMs(w.kind, w.count), 0);
+      const waitMs = (queuedWork + this.#sharedWorkInUse / 2) / this.#shared;
+      const finishesAt = performance.now() + waitMs + this.#expectedHoldMs(kind, count);
+      if (finishesAt > want.deadline) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
       const entry: Waiter = {
+        ticket: want.ticket,
         count,
+        kind,
         grant: (lane) => {
           signal.removeEventListener("abort", cancel);
           this.#recorder?.admissionWaited((performance.now() - queuedAt) / 1000);
-          resolve({ lane, count });
+          resolve(this.#held(lane, want));
         },
       };
       const cancel = () => {
@@ -102,14 +146,33 @@ export class Admission {
         // The head may have been the one holding the others back.
         this.#grantWaiting();
       };
-      this.#waiting.push(entry);
+      // In ticket order: a new request goes last, a growing one back to its place.
+      const behind = this.#waiting.findIndex((w) => w.ticket > want.ticket);
+      if (behind < 0) this.#waiting.push(entry);
+      else this.#waiting.splice(behind, 0, entry);
       signal.addEventListener("abort", cancel, { once: true });
     });
   }
 
-  #release(held: Held): void {
+  #held(lane: Held["lane"], want: Want): Held {
+    const expectedWork = want.count * this.#expectedHoldMs(want.kind, want.count);
+    if (lane === "shared") this.#sharedWorkInUse += expectedWork;
+    return { lane, count: want.count, kind: want.kind, since: performance.now(), expectedWork };
+  }
+
+  /** Gives `held` back; `finished`: the request's work is over, and its hold teaches the moving average. */
+  #release(held: Held, finished: boolean): void {
     if (held.lane === "reserved") this.#freeReserved += held.count;
-    else this.#freeShared += held.count;
+    else {
+      this.#freeShared += held.count;
+      this.#sharedWorkInUse = Math.max(0, this.#sharedWorkInUse - held.expectedWork);
+    }
+    if (finished && held.count > 0) {
+      const key = holdKey(held.kind, held.count);
+      const ms = performance.now() - held.since;
+      const average = this.#holdMs.get(key);
+      this.#holdMs.set(key, average === undefined ? ms : average + holdSmoothing * (ms - average));
+    }
     this.#grantWaiting();
   }
 
@@ -133,13 +196,53 @@ export class Admission {
   }
 }
 
+/** What the caller tells admission about a request, beside its weight. */
+export interface AdmissionRequest {
+  /** What it is (an operation name): requests of one kind and weight are expected to hold their slots alike. */
+  kind?: string;
+  /** What is left of its deadline. */
+  timeoutMs?: number;
+}
+
+/** Weight of the newest hold in the moving average: a few dozen requests make the estimate. */
+const holdSmoothing = 0.2;
+
+function holdKey(kind: string, count: number): string {
+  return `${kind}/${count}`;
+}
+
+/** The refusal of a request shed at the door: retryable, after about the time the queue ahead would take. */
+function overloaded(waitMs: number): ConnectError {
+  const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new ConnectError(
+    `overloaded: the requests queued ahead would outlast this request's deadline; retry after ${retryAfterSeconds} s`,
+    Code.Unavailable,
+    { "retry-after": String(retryAfterSeconds) },
+  );
+}
+
+interface Want {
+  ticket: number;
+  kind: string;
+  count: number;
+  /** performance.now() by which the request must be done; undefined: never shed. */
+  deadline: number | undefined;
+}
+
 interface Held {
   lane: "reserved" | "shared";
   count: number;
+  kind: string;
+  /** performance.now() when granted. */
+  since: number;
+  /** Its slot-milliseconds as expected when granted (see #sharedWorkInUse). */
+  expectedWork: number;
 }
 
 interface Waiter {
+  ticket: number;
   count: number;
+  kind: string;
   grant: (lane: Held["lane"]) => void;
 }
 
@@ -152,7 +255,7 @@ function reservedSlots(slots: number): number {
 export interface HeldSlots {
   /** Holds one slot: a cheap request, whose statements go first (see ConnectionGate). */
   readonly light: boolean;
-  /** Gives back what the new weight does not need, or waits (in turn, holding nothing) for what it needs more. */
+  /** Gives back what the new weight does not need, or waits (at its place in line, holding nothing) for what it needs more. */
   resize(weight: number): Promise<void>;
 }
 

@@ -39,6 +39,7 @@ export function createTonQueryService(deps: ServiceDeps) {
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
   const admitted = async <Response, Out>(
+    operation: string,
     context: HandlerContext,
     weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
@@ -54,7 +55,8 @@ export function createTonQueryService(deps: ServiceDeps) {
       exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
       return finish ? finish(response) : (response as unknown as Out);
     };
-    return admission.run(bounded.signal, weight, work).finally(done);
+    // What is left of the deadline: a request whose turn would come too late is refused now (see Admission).
+    return admission.run(bounded.signal, weight, work, { kind: operation, timeoutMs: bounded.timeoutMs() }).finally(done);
   };
 
   const rpcMethods = {
@@ -62,14 +64,15 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetMasterchainInfoRequest,
       context: HandlerContext,
       finish?: Finish<GetMasterchainInfoResponse, Out>,
-    ) => admitted(context, 0, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
+    ) => admitted("getMasterchainInfo", context, 0, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
     getAdjacentTransactions: <Out = GetAdjacentTransactionsResponse>(
       request: GetAdjacentTransactionsRequest,
       context: HandlerContext,
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
-    ) => admitted(context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
+    ) => admitted("getAdjacentTransactions", context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
       admitted(
+        "getTraces",
         context,
         tracesWeight(request),
         (bounded, slots) =>
@@ -80,13 +83,13 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
-    ) => admitted(context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
+    ) => admitted("getBlockTransactionsExt", context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
   } satisfies ServiceImpl<typeof TonQueryService>;
   return {
     ...rpcMethods,
     /** getTraces for a door that consumes the page chunk by chunk (the REST door's JSON). */
     streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>) =>
-      admitted<T, T>(context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, sink, slots), undefined),
+      admitted<T, T>("getTraces", context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, sink, slots), undefined),
   };
 }
 
