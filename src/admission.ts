@@ -21,10 +21,11 @@ import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.
  * the line, behind the newer light requests, and mid-size pages starved (issue 23).
  *
  * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
- * wait is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it, plus its own, would
- * outlast its deadline, as measured by how long requests of its kind and weight have held their slots. The heavier
- * a request, the longer its own part, so heavy requests are refused first; light ones that find a reserved slot
- * free are never refused.
+ * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it would
+ * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter's slots times how long
+ * requests of its kind (operation and page size) and weight have held them lately, so a queue of heavy pages
+ * refuses newcomers sooner than as many light ones would. A request with nobody ahead is never refused, nor a
+ * light one that finds a reserved slot free.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
  * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
@@ -118,13 +119,13 @@ export class Admission {
       this.#recorder?.admissionWaited(0);
       return Promise.resolve(this.#held("shared", want));
     }
-    if (want.deadline !== undefined) {
-      // The shared lane does `#shared` slot-milliseconds of work per millisecond: what is ahead, the half still to
-      // run (on average) of what holds slots now, then this request's own hold.
+    if (want.deadline !== undefined && ahead.length > 0) {
+      // The shared lane does `#shared` slot-milliseconds of work per millisecond: what is queued ahead, and the half
+      // still to run (on average) of what holds slots now. Its own hold is not counted: measured under a load that
+      // shedding has since lightened, it would refuse a kind for good (its requests never run, so never correct it).
       const queuedWork = ahead.reduce((sum, w) => sum + w.count * this.#expectedHoldMs(w.kind, w.count), 0);
       const waitMs = (queuedWork + this.#sharedWorkInUse / 2) / this.#shared;
-      const finishesAt = performance.now() + waitMs + this.#expectedHoldMs(kind, count);
-      if (finishesAt > want.deadline) return Promise.reject(overloaded(waitMs));
+      if (performance.now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
@@ -198,7 +199,7 @@ export class Admission {
 
 /** What the caller tells admission about a request, beside its weight. */
 export interface AdmissionRequest {
-  /** What it is (an operation name): requests of one kind and weight are expected to hold their slots alike. */
+  /** What it is (an operation and its page size): requests of one kind and weight are expected to hold their slots alike. */
   kind?: string;
   /** What is left of its deadline. */
   timeoutMs?: number;

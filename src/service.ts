@@ -38,8 +38,9 @@ export function createTonQueryService(deps: ServiceDeps) {
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
+  /** `requestClass`: the operation and its page size, which admission keeps fair between (see Admission). */
   const admitted = async <Response, Out>(
-    operation: string,
+    requestClass: string,
     context: HandlerContext,
     weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
@@ -56,7 +57,7 @@ export function createTonQueryService(deps: ServiceDeps) {
       return finish ? finish(response) : (response as unknown as Out);
     };
     // What is left of the deadline: a request whose turn would come too late is refused now (see Admission).
-    return admission.run(bounded.signal, weight, work, { kind: operation, timeoutMs: bounded.timeoutMs() }).finally(done);
+    return admission.run(bounded.signal, weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(done);
   };
 
   const rpcMethods = {
@@ -72,7 +73,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     ) => admitted("getAdjacentTransactions", context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
       admitted(
-        "getTraces",
+        `getTraces/${request.limit ?? config.defaultLimit}`,
         context,
         tracesWeight(request),
         (bounded, slots) =>
@@ -83,13 +84,13 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
-    ) => admitted("getBlockTransactionsExt", context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
+    ) => admitted(`getBlockTransactionsExt/${request.count ?? defaultCount}`, context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
   } satisfies ServiceImpl<typeof TonQueryService>;
   return {
     ...rpcMethods,
     /** getTraces for a door that consumes the page chunk by chunk (the REST door's JSON). */
     streamTraces: <T>(request: GetTracesRequest, context: HandlerContext, sink: TraceSink<T>) =>
-      admitted<T, T>("getTraces", context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, sink, slots), undefined),
+      admitted<T, T>(`getTraces/${request.limit ?? config.defaultLimit}`, context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, sink, slots), undefined),
   };
 }
 
