@@ -120,11 +120,7 @@ export class Admission {
       return Promise.resolve(this.#held("shared", want));
     }
     if (want.deadline !== undefined && ahead.length > 0) {
-      // The shared lane does `#shared` slot-milliseconds of work per millisecond: what is queued ahead, and the half
-      // still to run (on average) of what holds slots now. Its own hold is not counted: measured under a load that
-      // shedding has since lightened, it would refuse a kind for good (its requests never run, so never correct it).
-      const queuedWork = ahead.reduce((sum, w) => sum + w.count * this.#expectedHoldMs(w.kind, w.count), 0);
-      const waitMs = (queuedWork + this.#sharedWorkInUse / 2) / this.#shared;
+      const waitMs = this.#expectedWaitMs(ahead, count);
       if (performance.now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = performance.now();
@@ -153,6 +149,20 @@ export class Admission {
       else this.#waiting.splice(behind, 0, entry);
       signal.addEventListener("abort", cancel, { once: true });
     });
+  }
+
+  /**
+   * How long a request of `count` slots would wait behind `ahead`. The shared lane does `#shared` slot-milliseconds
+   * of work per millisecond: what is queued ahead, and the half still to run (on average) of what holds slots now.
+   * A light request also gets the first reserved slot that comes free, so it waits at most for the light requests
+   * ahead of it, on the reserved slots alone. Its own hold is not counted: measured under a load that shedding has
+   * since lightened, it would refuse a kind for good (its requests never run, so never correct it).
+   */
+  #expectedWaitMs(ahead: readonly Waiter[], count: number): number {
+    const work = (waiters: readonly Waiter[]) => waiters.reduce((sum, w) => sum + w.count * this.#expectedHoldMs(w.kind, w.count), 0);
+    const sharedWaitMs = (work(ahead) + this.#sharedWorkInUse / 2) / this.#shared;
+    if (count > 1 || this.#reserved === 0) return sharedWaitMs;
+    return Math.min(sharedWaitMs, work(ahead.filter((w) => w.count === 1)) / this.#reserved);
   }
 
   #held(lane: Held["lane"], want: Want): Held {

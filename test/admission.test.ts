@@ -225,6 +225,15 @@ describe("Admission", () => {
     expect(Number((shed as ConnectError).metadata.get("retry-after"))).toBeGreaterThanOrEqual(1);
     // A light request finds the reserved slot free: never refused.
     expect(await admission.run(never, 1, async () => "light", { kind: "info", timeoutMs: 1 })).toBe("light");
+    // Nor when it is taken: the light request waits for the reserved slot, not behind the pages.
+    const reservedHolder = deferred();
+    const holdingReserved = admission.run(never, 1, () => reservedHolder.promise, { kind: "info" });
+    const lightBehindPages = admission.run(never, 1, async () => "light after the reserved slot", { kind: "info", timeoutMs: 60_000 });
+    const shedLight = admission.run(never, 1, async () => "ran", { kind: "info", timeoutMs: 1 }).catch((err: unknown) => err);
+    reservedHolder.resolve();
+    await holdingReserved;
+    expect(await lightBehindPages).toBe("light after the reserved slot");
+    expect(await shedLight).toBe("ran");
     // A page with time enough waits its turn.
     const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 60_000 });
     occupant.resolve();
