@@ -25,7 +25,8 @@ import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.
  * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter's slots times how long
  * requests of its kind (operation and page size) and weight have held them lately, so a queue of heavy pages
  * refuses newcomers sooner than as many light ones would. A request with nobody ahead is never refused, nor a
- * light one that finds a reserved slot free.
+ * light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer than its
+ * deadline: no class is shed for good while others are served.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
  * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
@@ -43,6 +44,8 @@ export class Admission {
   readonly #holdMs = new Map<string, number>();
   /** Expected slot-milliseconds of the requests holding shared slots now (each counted at its expected hold). */
   #sharedWorkInUse = 0;
+  /** When requests of each kind and slot count were last granted slots (performance.now()). */
+  readonly #lastGranted = new Map<string, number>();
 
   constructor(slots: number, recorder?: AdmissionRecorder) {
     this.#recorder = recorder;
@@ -60,7 +63,7 @@ export class Admission {
     const kind = request.kind ?? "";
     const ticket = this.#nextTicket++;
     const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
-    let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline });
+    let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
     const slots: HeldSlots = {
       get light() {
         return held.count <= 1;
@@ -78,7 +81,7 @@ export class Admission {
         // again for the whole weight, at this request's place in line, never shed (it was admitted).
         this.#release(held, false);
         held = { lane: "shared", count: 0, kind, since: performance.now(), expectedWork: 0 };
-        held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined });
+        held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined });
       },
     };
     const done = work(slots).finally(() => this.#release(held, true));
@@ -119,7 +122,7 @@ export class Admission {
       this.#recorder?.admissionWaited(0);
       return Promise.resolve(this.#held("shared", want));
     }
-    if (want.deadline !== undefined && ahead.length > 0) {
+    if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, count, want.timeoutMs ?? 0)) {
       const waitMs = this.#expectedWaitMs(ahead, count);
       if (performance.now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
     }
@@ -152,6 +155,16 @@ export class Admission {
   }
 
   /**
+   * Whether requests of this kind and weight have gone without slots for longer than this request's whole deadline:
+   * then it queues whatever the estimate says, so that no class is shed for good while others are served (an
+   * estimate can be wrong for long, and shedding all of a class would never correct it).
+   */
+  #starving(kind: string, count: number, timeoutMs: number): boolean {
+    const lastGranted = this.#lastGranted.get(holdKey(kind, count));
+    return lastGranted !== undefined && performance.now() - lastGranted > timeoutMs;
+  }
+
+  /**
    * How long a request of `count` slots would wait behind `ahead`. The shared lane does `#shared` slot-milliseconds
    * of work per millisecond: what is queued ahead, and the half still to run (on average) of what holds slots now.
    * A light request also gets the first reserved slot that comes free, so it waits at most for the light requests
@@ -166,6 +179,7 @@ export class Admission {
   }
 
   #held(lane: Held["lane"], want: Want): Held {
+    this.#lastGranted.set(holdKey(want.kind, want.count), performance.now());
     const expectedWork = want.count * this.#expectedHoldMs(want.kind, want.count);
     if (lane === "shared") this.#sharedWorkInUse += expectedWork;
     return { lane, count: want.count, kind: want.kind, since: performance.now(), expectedWork };
@@ -238,6 +252,8 @@ interface Want {
   count: number;
   /** performance.now() by which the request must be done; undefined: never shed. */
   deadline: number | undefined;
+  /** Its whole deadline, from its arrival. */
+  timeoutMs: number | undefined;
 }
 
 interface Held {

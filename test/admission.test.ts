@@ -239,4 +239,20 @@ describe("Admission", () => {
     occupant.resolve();
     expect(await Promise.all([occupying, ...queued, patient])).toEqual([undefined, "queued page", "queued page", "queued page", "patient page"]);
   });
+
+  it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
+    // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
+    const admission = new Admission(4);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, () => new Promise((r) => setTimeout(r, 100)), { kind: "page" });
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    const queued = Array.from({ length: 3 }, () => admission.run(never, 3, async () => "queued page", { kind: "page" }));
+    const refused = await admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 200 }).catch((err: unknown) => err);
+    expect((refused as ConnectError).code).toBe(Code.Unavailable);
+    // No page has been let in for longer than a deadline: the next one queues, so that pages are never shed for good.
+    await new Promise((r) => setTimeout(r, 300));
+    const letIn = admission.run(never, 3, async () => "let in", { kind: "page", timeoutMs: 200 });
+    occupant.resolve();
+    expect(await Promise.all([occupying, ...queued, letIn])).toEqual([undefined, "queued page", "queued page", "queued page", "let in"]);
+  });
 });
