@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { abortError, untilAborted } from "./abort.ts";
 import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.ts";
 
@@ -9,10 +10,23 @@ import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.
  *
  * Two lanes keep cheap requests fast while heavy ones run. A light request (one slot) may take one of the
  * `reserved` slots, which heavy requests never hold, so it waits at most for other light requests; when those are
- * taken it queues with everybody else. The other slots are shared, granted strictly in arrival order (a heavy
+ * taken it queues with everybody else. The other slots are shared, granted strictly in order of arrival (a heavy
  * request at the head is not overtaken, so a stream of light ones cannot starve it), and a heavy request weighs
  * at most all of them. With the default 8 slots: 2 reserved, and one 1000-trace page or six small ones in the 6
  * shared.
+ *
+ * A request keeps its place in line for good: one that grows once it knows its real weight gives its slots back (a
+ * growing request that held them while waiting for more could deadlock with another) and waits again, but ahead
+ * of everyone who arrived after it. Before that, a page weighed 2 slots and turned out to need 3 went to the end of
+ * the line, behind the newer light requests, and mid-size pages starved (issue 23).
+ *
+ * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
+ * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it would
+ * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter's slots times how long
+ * requests of its kind (operation and page size) and weight have held them lately, so a queue of heavy pages
+ * refuses newcomers sooner than as many light ones would. A request with nobody ahead is never refused, nor a
+ * light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer than its
+ * deadline: no class is shed for good while others are served.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
  * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
@@ -22,8 +36,16 @@ export class Admission {
   readonly #reserved: number;
   #freeShared: number;
   #freeReserved: number;
+  /** In order of arrival (tickets ascending); a growing request goes back at its original place. */
   readonly #waiting: Waiter[] = [];
+  #nextTicket = 0;
   readonly #recorder: AdmissionRecorder | undefined;
+  /** How long requests have held their slots, by kind and slot count: a moving average in milliseconds. */
+  readonly #holdMs = new Map<string, number>();
+  /** Expected slot-milliseconds of the requests holding shared slots now (each counted at its expected hold). */
+  #sharedWorkInUse = 0;
+  /** When requests of each kind and slot count were last granted slots (performance.now()). */
+  readonly #lastGranted = new Map<string, number>();
 
   constructor(slots: number, recorder?: AdmissionRecorder) {
     this.#recorder = recorder;
@@ -33,8 +55,15 @@ export class Admission {
     this.#freeReserved = this.#reserved;
   }
 
-  async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>): Promise<T> {
-    let held = await this.#acquire(signal, this.#slotsFor(weight));
+  /**
+   * Runs `work` once its slots are granted. `request.kind` names what it is (an operation), for the hold times
+   * shedding is judged by; `request.timeoutMs` is what is left of its deadline (no shedding without one).
+   */
+  async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>, request: AdmissionRequest = {}): Promise<T> {
+    const kind = request.kind ?? "";
+    const ticket = this.#nextTicket++;
+    const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
+    let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
     const slots: HeldSlots = {
       get light() {
         return held.count <= 1;
@@ -42,18 +71,20 @@ export class Admission {
       resize: async (newWeight) => {
         const wanted = this.#slotsFor(newWeight);
         if (wanted <= held.count) {
-          this.#release({ lane: held.lane, count: held.count - wanted });
-          held = { lane: held.lane, count: wanted };
+          const released = held.count - wanted;
+          const releasedWork = held.count > 0 ? (held.expectedWork * released) / held.count : 0;
+          this.#release({ ...held, count: released, expectedWork: releasedWork }, false);
+          held = { ...held, count: wanted, expectedWork: held.expectedWork - releasedWork };
           return;
         }
-        // Holding some slots while waiting for more could deadlock two growing requests: give all back and
-        // queue again for the whole weight.
-        this.#release(held);
-        held = { lane: "shared", count: 0 };
-        held = await this.#acquire(signal, wanted);
+        // Holding some slots while waiting for more could deadlock two growing requests: give all back and queue
+        // again for the whole weight, at this request's place in line, never shed (it was admitted).
+        this.#release(held, false);
+        held = { lane: "shared", count: 0, kind, since: performance.now(), expectedWork: 0 };
+        held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined });
       },
     };
-    const done = work(slots).finally(() => this.#release(held));
+    const done = work(slots).finally(() => this.#release(held, true));
     return untilAborted(signal, done);
   }
 
@@ -72,26 +103,39 @@ export class Admission {
     return Math.min(this.#shared, Math.max(1, Math.ceil(weight)));
   }
 
-  #acquire(signal: AbortSignal, count: number): Promise<Held> {
+  /** The moving average hold of requests of this kind and slot count; 0 while none has been seen (never shed then). */
+  #expectedHoldMs(kind: string, count: number): number {
+    return this.#holdMs.get(holdKey(kind, count)) ?? 0;
+  }
+
+  #acquire(signal: AbortSignal, want: Want): Promise<Held> {
     if (signal.aborted) return Promise.reject(abortError(signal));
+    const { count, kind } = want;
     if (count === 1 && this.#freeReserved > 0) {
       this.#freeReserved--;
       this.#recorder?.admissionWaited(0);
-      return Promise.resolve({ lane: "reserved", count });
+      return Promise.resolve(this.#held("reserved", want));
     }
-    if (this.#waiting.length === 0 && this.#freeShared >= count) {
+    const ahead = this.#waiting.filter((w) => w.ticket < want.ticket);
+    if (ahead.length === 0 && this.#freeShared >= count) {
       this.#freeShared -= count;
       this.#recorder?.admissionWaited(0);
-      return Promise.resolve({ lane: "shared", count });
+      return Promise.resolve(this.#held("shared", want));
+    }
+    if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, count, want.timeoutMs ?? 0)) {
+      const waitMs = this.#expectedWaitMs(ahead, count);
+      if (performance.now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = performance.now();
     return new Promise((resolve, reject) => {
       const entry: Waiter = {
+        ticket: want.ticket,
         count,
+        kind,
         grant: (lane) => {
           signal.removeEventListener("abort", cancel);
           this.#recorder?.admissionWaited((performance.now() - queuedAt) / 1000);
-          resolve({ lane, count });
+          resolve(this.#held(lane, want));
         },
       };
       const cancel = () => {
@@ -102,14 +146,58 @@ export class Admission {
         // The head may have been the one holding the others back.
         this.#grantWaiting();
       };
-      this.#waiting.push(entry);
+      // In ticket order: a new request goes last, a growing one back to its place.
+      const behind = this.#waiting.findIndex((w) => w.ticket > want.ticket);
+      if (behind < 0) this.#waiting.push(entry);
+      else this.#waiting.splice(behind, 0, entry);
       signal.addEventListener("abort", cancel, { once: true });
     });
   }
 
-  #release(held: Held): void {
+  /**
+   * Whether requests of this kind and weight have gone without slots for longer than this request's whole deadline:
+   * then it queues whatever the estimate says, so that no class is shed for good while others are served (an
+   * estimate can be wrong for long, and shedding all of a class would never correct it).
+   */
+  #starving(kind: string, count: number, timeoutMs: number): boolean {
+    const lastGranted = this.#lastGranted.get(holdKey(kind, count));
+    return lastGranted !== undefined && performance.now() - lastGranted > timeoutMs;
+  }
+
+  /**
+   * How long a request of `count` slots would wait behind `ahead`. The shared lane does `#shared` slot-milliseconds
+   * of work per millisecond: what is queued ahead, and the half still to run (on average) of what holds slots now.
+   * A light request also gets the first reserved slot that comes free, so it waits at most for the light requests
+   * ahead of it, on the reserved slots alone. Its own hold is not counted: measured under a load that shedding has
+   * since lightened, it would refuse a kind for good (its requests never run, so never correct it).
+   */
+  #expectedWaitMs(ahead: readonly Waiter[], count: number): number {
+    const work = (waiters: readonly Waiter[]) => waiters.reduce((sum, w) => sum + w.count * this.#expectedHoldMs(w.kind, w.count), 0);
+    const sharedWaitMs = (work(ahead) + this.#sharedWorkInUse / 2) / this.#shared;
+    if (count > 1 || this.#reserved === 0) return sharedWaitMs;
+    return Math.min(sharedWaitMs, work(ahead.filter((w) => w.count === 1)) / this.#reserved);
+  }
+
+  #held(lane: Held["lane"], want: Want): Held {
+    this.#lastGranted.set(holdKey(want.kind, want.count), performance.now());
+    const expectedWork = want.count * this.#expectedHoldMs(want.kind, want.count);
+    if (lane === "shared") this.#sharedWorkInUse += expectedWork;
+    return { lane, count: want.count, kind: want.kind, since: performance.now(), expectedWork };
+  }
+
+  /** Gives `held` back; `finished`: the request's work is over, and its hold teaches the moving average. */
+  #release(held: Held, finished: boolean): void {
     if (held.lane === "reserved") this.#freeReserved += held.count;
-    else this.#freeShared += held.count;
+    else {
+      this.#freeShared += held.count;
+      this.#sharedWorkInUse = Math.max(0, this.#sharedWorkInUse - held.expectedWork);
+    }
+    if (finished && held.count > 0) {
+      const key = holdKey(held.kind, held.count);
+      const ms = performance.now() - held.since;
+      const average = this.#holdMs.get(key);
+      this.#holdMs.set(key, average === undefined ? ms : average + holdSmoothing * (ms - average));
+    }
     this.#grantWaiting();
   }
 
@@ -133,13 +221,55 @@ export class Admission {
   }
 }
 
+/** What the caller tells admission about a request, beside its weight. */
+export interface AdmissionRequest {
+  /** What it is (an operation and its page size): requests of one kind and weight are expected to hold their slots alike. */
+  kind?: string;
+  /** What is left of its deadline. */
+  timeoutMs?: number;
+}
+
+/** Weight of the newest hold in the moving average: a few dozen requests make the estimate. */
+const holdSmoothing = 0.2;
+
+function holdKey(kind: string, count: number): string {
+  return `${kind}/${count}`;
+}
+
+/** The refusal of a request shed at the door: retryable, after about the time the queue ahead would take. */
+function overloaded(waitMs: number): ConnectError {
+  const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new ConnectError(
+    `overloaded: the requests queued ahead would outlast this request's deadline; retry after ${retryAfterSeconds} s`,
+    Code.Unavailable,
+    { "retry-after": String(retryAfterSeconds) },
+  );
+}
+
+interface Want {
+  ticket: number;
+  kind: string;
+  count: number;
+  /** performance.now() by which the request must be done; undefined: never shed. */
+  deadline: number | undefined;
+  /** Its whole deadline, from its arrival. */
+  timeoutMs: number | undefined;
+}
+
 interface Held {
   lane: "reserved" | "shared";
   count: number;
+  kind: string;
+  /** performance.now() when granted. */
+  since: number;
+  /** Its slot-milliseconds as expected when granted (see #sharedWorkInUse). */
+  expectedWork: number;
 }
 
 interface Waiter {
+  ticket: number;
   count: number;
+  kind: string;
   grant: (lane: Held["lane"]) => void;
 }
 
@@ -152,7 +282,7 @@ function reservedSlots(slots: number): number {
 export interface HeldSlots {
   /** Holds one slot: a cheap request, whose statements go first (see ConnectionGate). */
   readonly light: boolean;
-  /** Gives back what the new weight does not need, or waits (in turn, holding nothing) for what it needs more. */
+  /** Gives back what the new weight does not need, or waits (at its place in line, holding nothing) for what it needs more. */
   resize(weight: number): Promise<void>;
 }
 

@@ -2,6 +2,7 @@
 // process manager or from `npm start`.
 
 import { logLevels, type LogLevel } from "./log.ts";
+import { openFileLimit } from "./open-file-limit.ts";
 
 export interface Config {
   /** PostgreSQL URL of the ton-index-worker database; absent = embedded PGlite with demo data. */
@@ -43,7 +44,10 @@ export interface Config {
   bodyTimeoutMs: number;
   /** An HTTP/1.1 keep-alive connection or HTTP/2 session with no request in flight is closed after this. */
   idleTimeoutMs: number;
-  /** Client connections open at once; past it the longest-idle connection makes room for the new one. */
+  /**
+   * Client connections open at once; past it the longest-idle connection makes room for the new one. By default
+   * what the process's descriptor limit leaves (see defaultMaxConnections).
+   */
   maxConnections: number;
   /** Bound of opening a database connection and of the health probe: an unreachable database is known this fast. */
   dbConnectTimeoutMs: number;
@@ -83,6 +87,30 @@ export interface Config {
   streamActionsWaitMs: number;
 }
 
+/** Descriptors the service needs beside client and database connections: stdio, its listener, Node's own (event loop, threads), files it reads. */
+const reservedFileDescriptors = 64;
+/** The default connection cap where the descriptor limit allows more: what idle connections may cost in memory. */
+const maxConnectionsCeiling = 2000;
+
+/**
+ * MAX_CONNECTIONS when it is not set: as many client connections as the descriptor limit leaves once the database
+ * connections and the service's own files have theirs, so that a flood of connections is met by the cap (the
+ * longest-idle connection makes room) rather than by EMFILE, which fails the database's connections and the probes
+ * along with the flood's. At most maxConnectionsCeiling; that ceiling when the limit is unknown or unlimited.
+ */
+export function defaultMaxConnections(openFiles: number | undefined, databaseConnections: number): number {
+  if (openFiles === undefined) return maxConnectionsCeiling;
+  return Math.max(1, Math.min(maxConnectionsCeiling, openFiles - databaseConnections - reservedFileDescriptors));
+}
+
+/** What the configuration's defaults depend on beside the environment. */
+export interface Host {
+  /** The process's open-file limit; undefined when unlimited or unknown. */
+  openFileLimit(): number | undefined;
+}
+
+const thisProcess: Host = { openFileLimit };
+
 interface Setting {
   env: string;
   default: string;
@@ -116,7 +144,7 @@ export const settings = {
   maxConcurrentRequests: {
     env: "MAX_CONCURRENT_REQUESTS",
     default: "8",
-    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one). A quarter of them (at least one) is kept for light requests (one slot); heavy ones share the rest in arrival order. The others queue until their deadline. Bounds memory under load.",
+    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one). A quarter of them (at least one) is kept for light requests (one slot); heavy ones share the rest in arrival order (a page that turns out heavier keeps its place). The others queue; one whose queue ahead would outlast its deadline is refused at once with 503 / UNAVAILABLE and Retry-After. Bounds memory under load.",
   },
   statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
   requestTimeoutMs: {
@@ -153,8 +181,8 @@ export const settings = {
   },
   maxConnections: {
     env: "MAX_CONNECTIONS",
-    default: "2000",
-    help: "Client connections open at once; a new one past it closes the longest-idle connection (one with no request in flight), or is refused when none is idle.",
+    default: "",
+    help: `Client connections open at once; a new one past it closes the longest-idle connection (one with no request in flight), or is refused when none is idle. Empty: the process's open-file limit (ulimit -n) less the database connections (DB_POOL_SIZE + 1 per database) and ${reservedFileDescriptors} descriptors for the service's own files, at most ${maxConnectionsCeiling}.`,
   },
   dbConnectTimeoutMs: {
     env: "DB_CONNECT_TIMEOUT_MS",
@@ -279,17 +307,21 @@ function urlList(name: string, value: string): string[] {
   return urls;
 }
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env, host: Host = thisProcess): Config {
   const read = (s: Setting) => (env[s.env] ?? "").trim() || s.default;
   const s = settings;
+  const poolSize = integer(s.poolSize.env, read(s.poolSize), 1, 1000);
+  const databaseReplicaUrls = urlList(s.databaseReplicaUrls.env, read(s.databaseReplicaUrls));
+  // Each database (the primary, each replica) gets the pool's connections plus the probe's.
+  const databaseConnections = (poolSize + 1) * (1 + databaseReplicaUrls.length);
   const config: Config = {
     databaseUrl: read(s.databaseUrl) || undefined,
-    databaseReplicaUrls: urlList(s.databaseReplicaUrls.env, read(s.databaseReplicaUrls)),
+    databaseReplicaUrls,
     maxReplicaLagMs: integer(s.maxReplicaLagMs.env, read(s.maxReplicaLagMs), 1, 3_600_000),
     dbProbeIntervalMs: integer(s.dbProbeIntervalMs.env, read(s.dbProbeIntervalMs), 10, 600_000),
     host: read(s.host),
     port: integer(s.port.env, read(s.port), 0, 65535),
-    poolSize: integer(s.poolSize.env, read(s.poolSize), 1, 1000),
+    poolSize,
     maxConcurrentRequests: integer(s.maxConcurrentRequests.env, read(s.maxConcurrentRequests), 1, 10_000),
     statementTimeoutMs: integer(s.statementTimeoutMs.env, read(s.statementTimeoutMs), 1, 3_600_000),
     requestTimeoutMs: integer(s.requestTimeoutMs.env, read(s.requestTimeoutMs), 1, 3_600_000),
@@ -304,7 +336,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     headersTimeoutMs: integer(s.headersTimeoutMs.env, read(s.headersTimeoutMs), 1, 3_600_000),
     bodyTimeoutMs: integer(s.bodyTimeoutMs.env, read(s.bodyTimeoutMs), 1, 3_600_000),
     idleTimeoutMs: integer(s.idleTimeoutMs.env, read(s.idleTimeoutMs), 1, 3_600_000),
-    maxConnections: integer(s.maxConnections.env, read(s.maxConnections), 1, 1_000_000),
+    maxConnections:
+      read(s.maxConnections) === ""
+        ? defaultMaxConnections(host.openFileLimit(), databaseConnections)
+        : integer(s.maxConnections.env, read(s.maxConnections), 1, 1_000_000),
     dbConnectTimeoutMs: integer(s.dbConnectTimeoutMs.env, read(s.dbConnectTimeoutMs), 1, 600_000),
     transactionBocCacheMb: integer(s.transactionBocCacheMb.env, read(s.transactionBocCacheMb), 0, 100_000),
     cursorSecret: read(s.cursorSecret),

@@ -25,6 +25,9 @@ export interface Server {
   close(): Promise<void>;
 }
 
+/** The methods some path serves: GET and HEAD (REST, probes, documents), POST (RPC), OPTIONS (CORS preflight). */
+const servedMethods = new Set(["GET", "HEAD", "POST", "OPTIONS"]);
+
 /** Logs what the RPC doors fail with and keeps internals out of the message, as the REST door does. */
 const errorInterceptor: Interceptor = (next) => async (request) => {
   try {
@@ -49,8 +52,14 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     () => deps.db.memberStats(),
   );
 
-  const notFound: HttpHandler = (req, res) => sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` });
-  const health = new ServiceHealth(deps.db);
+  // A method no path serves is refused as such, on any path (TRACE, PUT, an HTTP/2 CONNECT...): 405, not 404.
+  const notFound: HttpHandler = (req, res) =>
+    servedMethods.has(req.method ?? "")
+      ? sendJson(res, 404, { error: `not found: ${req.method} ${req.url}` })
+      : sendJson(res, 405, { error: `method ${req.method} not allowed` }, { allow: [...servedMethods].join(", ") });
+  // A statement holds its connection for at most its timeout, after opening the connection: pools blocked longer
+  // with no statement starting serve nobody.
+  const health = new ServiceHealth(deps.db, { stallAfterMs: deps.config.statementTimeoutMs + deps.config.dbConnectTimeoutMs });
   // GET-only endpoints beside the REST paths.
   const endpoints = new Map<string, HttpHandler>([
     ...health.httpProbes(),

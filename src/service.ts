@@ -59,7 +59,9 @@ export function createTonQueryService(deps: ServiceDeps) {
   );
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
+  /** `requestClass`: the operation and its page size, which admission keeps fair between (see Admission). */
   const admitted = async <Response, Out>(
+    requestClass: string,
     context: HandlerContext,
     weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
@@ -91,7 +93,8 @@ export function createTonQueryService(deps: ServiceDeps) {
         route.end();
       }
     };
-    return admission.run(bounded.signal, weight, work).finally(done);
+    // What is left of the deadline: a request whose turn would come too late is refused now (see Admission).
+    return admission.run(bounded.signal, weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(done);
   };
 
   const rpcMethods = {
@@ -99,14 +102,15 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetMasterchainInfoRequest,
       context: HandlerContext,
       finish?: Finish<GetMasterchainInfoResponse, Out>,
-    ) => admitted(context, 0, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
+    ) => admitted("getMasterchainInfo", context, 0, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
     getAdjacentTransactions: <Out = GetAdjacentTransactionsResponse>(
       request: GetAdjacentTransactionsRequest,
       context: HandlerContext,
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
-    ) => admitted(context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
+    ) => admitted("getAdjacentTransactions", context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
       admitted(
+        `getTraces/${request.limit ?? config.defaultLimit}`,
         context,
         tracesWeight(request),
         (bounded, slots) =>
@@ -117,7 +121,14 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
-    ) => admitted(context, transactionsWeight(request.count ?? defaultCount), (bounded) => getBlockTransactionsExt(deps, request, bounded), finish),
+    ) =>
+      admitted(
+        `getBlockTransactionsExt/${request.count ?? defaultCount}`,
+        context,
+        transactionsWeight(request.count ?? defaultCount),
+        (bounded) => getBlockTransactionsExt(deps, request, bounded),
+        finish,
+      ),
     // Not admitted like a request: a stream holds no slot while it waits, and its reads are the hub's, shared.
     streamTraces: (request: StreamTracesRequest, context: HandlerContext) => streamTracesRpc(streams, config, request, context),
   } satisfies ServiceImpl<typeof TonQueryService>;
@@ -130,7 +141,13 @@ export function createTonQueryService(deps: ServiceDeps) {
      * `newSink` for each run of the request (a run may be done again, see `admitted`).
      */
     getTracesInto: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
-      admitted<T, T>(context, tracesWeight(request), (bounded, slots) => streamTraces(deps, request, bounded, newSink(), slots), undefined),
+      admitted<T, T>(
+        `getTraces/${request.limit ?? config.defaultLimit}`,
+        context,
+        tracesWeight(request),
+        (bounded, slots) => streamTraces(deps, request, bounded, newSink(), slots),
+        undefined,
+      ),
   };
 }
 

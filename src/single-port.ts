@@ -21,6 +21,19 @@ const preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 const requestTimeoutResponse = Buffer.from("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n");
 
 /**
+ * The answer to an HTTP/1.1 CONNECT: Node hands such a request to a 'connect' listener with the bare socket (a proxy
+ * would tunnel it), and without one closes the socket with no answer at all. The service is no proxy; the methods it
+ * serves anywhere are named, as for any method it does not serve (see server.ts).
+ */
+const connectRefusal = (() => {
+  const body = JSON.stringify({ error: "method CONNECT not allowed" });
+  return Buffer.from(
+    "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD, POST, OPTIONS\r\nContent-Type: application/json; charset=utf-8\r\n" +
+      `Cache-Control: no-store\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+})();
+
+/**
  * How long a peer gets to read our last bytes (a 408, a GOAWAY) and close its side before the socket is
  * destroyed. Closing first, with the peer's data possibly still unread, makes the kernel answer with a
  * reset, which can discard the very response the peer was about to read; waiting for ever would let a
@@ -231,10 +244,57 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
         }
         // Closed at once, so that the handler's own writeHead, should it come, is a no-op. After a complete
         // response, NO_ERROR is RFC 9113 §8.1's way to stop the upload without failing the request.
-        stream.close(responded ? http2.constants.NGHTTP2_NO_ERROR : http2.constants.NGHTTP2_CANCEL);
+        closeStream(stream, responded ? http2.constants.NGHTTP2_NO_ERROR : http2.constants.NGHTTP2_CANCEL);
       }, limits.bodyTimeoutMs);
       stream.once("close", () => clearTimeout(timer));
     }
+  };
+
+  /**
+   * Resets a stream and makes sure it ends. Node emits a stream's 'close', which ends the request for the connection's
+   * bookkeeping, only once its readable side has ended too: a request body nobody reads any more (a call refused
+   * before its body was read, a handler that answered without reading it) kept the stream, and with it the session,
+   * open for good. What the client sent is dropped, and a stream still open a linger later is destroyed.
+   */
+  const closeStream = (stream: http2.ServerHttp2Stream, code: number) => {
+    if (stream.destroyed) return;
+    // Closed already (the client reset it): nothing more can go out on it, only its unread body holds it open.
+    if (stream.closed) {
+      stream.destroy();
+      return;
+    }
+    stream.close(code);
+    stream.resume();
+    const timer = setTimeout(() => stream.destroy(), lingerMs);
+    stream.once("close", () => clearTimeout(timer));
+  };
+
+  /**
+   * Once a stream's response is complete, a request still uploading is stopped: RST_STREAM with NO_ERROR, RFC 9113
+   * §8.1's way to say the answer stands and the rest of the body is not wanted. A gRPC error is answered before the
+   * body has been read (a message past readMaxBytes: RESOURCE_EXHAUSTED), and the client, held back by flow control,
+   * would otherwise keep the stream, and its session, open for as long as it likes.
+   *
+   * The reset must not overtake the response: nghttp2 sends a RST_STREAM ahead of the frames still queued for its
+   * stream, and gRPC's status travels in the trailers, which Node hands over after the body ('finish'). So the
+   * reset waits until the stream's last frame has gone out (state.localClose), which Node exposes no event for:
+   * it is looked at every few milliseconds, for at most lingerMs, and only for the rare stream whose client is
+   * still sending when its answer is complete.
+   */
+  const stopUploadOnceAnswered = (stream: http2.ServerHttp2Stream) => {
+    stream.once("finish", () => {
+      if (stream.destroyed) return;
+      // A body nobody reads any more would keep the stream from closing even once the client has sent all of it.
+      stream.resume();
+      if (stream.state.remoteClose === 1) return;
+      const givingUp = Date.now() + lingerMs;
+      const resetWhenSent = () => {
+        if (stream.destroyed) return;
+        if (stream.closed || stream.state.localClose === 1 || Date.now() > givingUp) closeStream(stream, http2.constants.NGHTTP2_NO_ERROR);
+        else setTimeout(resetWhenSent, 5);
+      };
+      resetWhenSent();
+    });
   };
 
   http1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -269,6 +329,12 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
     onUpgrade(req, socket, head);
   });
 
+  http1.on("connect", (_request: http.IncomingMessage, socket: net.Socket) => {
+    const conn = connections.get(socket);
+    if (conn === undefined) socket.destroy();
+    else endGently(conn, connectRefusal);
+  });
+
   let handingOver: Connection | undefined;
   const sessionConnections = new WeakMap<http2.Http2Session, Connection>();
   h2.on("session", (session: http2.ServerHttp2Session) => {
@@ -280,6 +346,7 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
     session.on("stream", (stream: http2.ServerHttp2Stream) => {
       requestStarted(conn);
       stream.once("close", () => requestEnded(conn));
+      stopUploadOnceAnswered(stream);
     });
     if (closing) goAway(conn);
     else conn.timer = setTimeout(() => goAway(conn), limits.idleTimeoutMs);

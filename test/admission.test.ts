@@ -178,4 +178,81 @@ describe("Admission", () => {
     await Promise.all([two, grower, light]);
     expect(order).toEqual(["big starts with the 3 shared slots", "two ran beside it", "light ran", "grown to 3"]);
   });
+
+  it("lets a request that grows keep its place in line, ahead of those that arrived after it", async () => {
+    // 4 slots: 1 reserved, 3 shared.
+    const admission = new Admission(4);
+    const started: string[] = [];
+    const holder = deferred();
+    const holding = admission.run(never, 2, async () => {
+      started.push("holder");
+      await holder.promise;
+    });
+    // A page weighed light, granted the reserved slot; it learns it needs the 3 shared ones only once two newer
+    // requests of 2 slots have queued behind it.
+    const readRows = deferred();
+    const grower = admission.run(never, 1, async (slots) => {
+      started.push("grower");
+      await readRows.promise;
+      await slots.resize(3);
+      started.push("grower grown");
+    });
+    const newer = ["newer 1", "newer 2"].map((name) =>
+      admission.run(never, 2, async () => {
+        started.push(name);
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 10));
+    readRows.resolve();
+    await new Promise((r) => setTimeout(r, 10));
+    holder.resolve();
+    await Promise.all([holding, grower, ...newer]);
+    expect(started).toEqual(["holder", "grower", "grower grown", "newer 1", "newer 2"]);
+  });
+
+  it("refuses at once, with a Retry-After, a request whose turn would come after its deadline; lighter and patient ones wait", async () => {
+    // 4 slots: 1 reserved, 3 shared. Pages of 3 slots have been seen to hold them for a while.
+    const admission = new Admission(4);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, () => new Promise((r) => setTimeout(r, 30)), { kind: "page" });
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    const queued = Array.from({ length: 3 }, () => admission.run(never, 3, async () => "queued page", { kind: "page" }));
+
+    // Three pages ahead and one running: a page due within a millisecond cannot be served in time.
+    const shed = await admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 1 }).catch((err: unknown) => err);
+    expect(shed).toBeInstanceOf(ConnectError);
+    expect((shed as ConnectError).code).toBe(Code.Unavailable);
+    expect(Number((shed as ConnectError).metadata.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    // A light request finds the reserved slot free: never refused.
+    expect(await admission.run(never, 1, async () => "light", { kind: "info", timeoutMs: 1 })).toBe("light");
+    // Nor when it is taken: the light request waits for the reserved slot, not behind the pages.
+    const reservedHolder = deferred();
+    const holdingReserved = admission.run(never, 1, () => reservedHolder.promise, { kind: "info" });
+    const lightBehindPages = admission.run(never, 1, async () => "light after the reserved slot", { kind: "info", timeoutMs: 60_000 });
+    const shedLight = admission.run(never, 1, async () => "ran", { kind: "info", timeoutMs: 1 }).catch((err: unknown) => err);
+    reservedHolder.resolve();
+    await holdingReserved;
+    expect(await lightBehindPages).toBe("light after the reserved slot");
+    expect(await shedLight).toBe("ran");
+    // A page with time enough waits its turn.
+    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 60_000 });
+    occupant.resolve();
+    expect(await Promise.all([occupying, ...queued, patient])).toEqual([undefined, "queued page", "queued page", "queued page", "patient page"]);
+  });
+
+  it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
+    // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
+    const admission = new Admission(4);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, () => new Promise((r) => setTimeout(r, 100)), { kind: "page" });
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    const queued = Array.from({ length: 3 }, () => admission.run(never, 3, async () => "queued page", { kind: "page" }));
+    const refused = await admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 200 }).catch((err: unknown) => err);
+    expect((refused as ConnectError).code).toBe(Code.Unavailable);
+    // No page has been let in for longer than a deadline: the next one queues, so that pages are never shed for good.
+    await new Promise((r) => setTimeout(r, 300));
+    const letIn = admission.run(never, 3, async () => "let in", { kind: "page", timeoutMs: 200 });
+    occupant.resolve();
+    expect(await Promise.all([occupying, ...queued, letIn])).toEqual([undefined, "queued page", "queued page", "queued page", "let in"]);
+  });
 });

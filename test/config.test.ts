@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, helpText, loadConfig, settings } from "../src/config.ts";
+import { parseProcLimits } from "../src/open-file-limit.ts";
 import { shardToUnsignedHex, unsignedHexToShard } from "../src/ton/shard.ts";
 
 describe("configuration", () => {
   it("has documented defaults", () => {
-    expect(loadConfig({})).toEqual({
+    expect(loadConfig({}, { openFileLimit: () => 1_048_576 })).toEqual({
       databaseUrl: undefined,
       databaseReplicaUrls: [],
       maxReplicaLagMs: 3000,
@@ -46,6 +47,33 @@ describe("configuration", () => {
       streamGapWaitMs: 30000,
       streamActionsWaitMs: 10000,
     });
+  });
+
+  it("caps client connections by default at what the descriptor limit leaves beside the database's connections", () => {
+    const limited = (openFiles: number | undefined, env: Record<string, string> = {}) => loadConfig(env, { openFileLimit: () => openFiles }).maxConnections;
+    // 64 descriptors for the service's own files, and the pool's 10 connections plus the probe's.
+    expect(limited(256)).toBe(256 - 64 - 11);
+    expect(limited(1024)).toBe(1024 - 64 - 11);
+    // Each replica has a pool and a probe of its own.
+    expect(limited(256, { DATABASE_URL: "postgres://db/index", DATABASE_REPLICA_URLS: "postgres://replica/index", DB_POOL_SIZE: "4" })).toBe(256 - 64 - 2 * 5);
+    // Past the ceiling, or unlimited, or unknown: 2000, what an idle connection may cost in memory allows.
+    expect(limited(1_048_576)).toBe(2000);
+    expect(limited(undefined)).toBe(2000);
+    // A limit too small for anything still allows one connection; MAX_CONNECTIONS set wins.
+    expect(limited(50)).toBe(1);
+    expect(limited(256, { MAX_CONNECTIONS: "500" })).toBe(500);
+  });
+
+  it("reads the open-file limit's soft value from /proc/self/limits", () => {
+    const limits = [
+      "Limit                     Soft Limit           Hard Limit           Units     ",
+      "Max processes             127431               127431               processes ",
+      "Max open files            256                  20000                files     ",
+      "Max locked memory         8388608              8388608              bytes     ",
+    ].join("\n");
+    expect(parseProcLimits(limits)).toBe(256);
+    expect(parseProcLimits(limits.replace("256 ", "unlimited"))).toBeUndefined();
+    expect(() => parseProcLimits("Max processes 1 1 processes")).toThrow();
   });
 
   it("reads every setting from its environment variable", () => {

@@ -4,7 +4,11 @@ import { service as healthDefinition } from "grpc-health-check";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../gen/health/v1/health_pb.ts";
-import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { loadConfig } from "../src/config.ts";
+import { databaseOptions, openDatabase, type Database } from "../src/db/client.ts";
+import { Telemetry } from "../src/observability/telemetry.ts";
+import { createServer } from "../src/server.ts";
+import { createTestDatabase, testEngine, type TestDatabase } from "./support/database.ts";
 import { startOutageProxy, type OutageProxy } from "./support/proxy.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
 
@@ -168,6 +172,74 @@ describe("health during a database outage", () => {
 
     watched.call.cancel();
     expect((await watched.ended).code).toBe(grpc.status.CANCELLED);
+  });
+});
+
+describe("health while the database answers but its connections serve nobody", () => {
+  // Issue 23: after a network fault every pooled connection stayed checked out while the database answered its
+  // probe; requests waited out their deadlines and readiness said 200 throughout. Here the pools report what they
+  // reported then (every connection taken, statements waiting) while the test decides whether statements start.
+  let blocked = false;
+  let database: Database;
+  let server: ReturnType<typeof createServer>;
+  let baseUrl: string;
+  let client: HealthStub;
+  beforeAll(async () => {
+    // A statement holds its connection at most 300 + 200 ms: pools blocked longer with none starting are stalled.
+    const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", ACCESS_LOG: "false", STATEMENT_TIMEOUT_MS: "300", DB_CONNECT_TIMEOUT_MS: "200" });
+    database = openDatabase(databaseOptions(config, db.url, { sharedSession: (await testEngine()) === "pglite" }));
+    const asSeenThen: Database = {
+      ...database,
+      poolStates: () => database.poolStates().map((pool) => (blocked ? { ...pool, inUse: pool.max, waiting: 3 } : pool)),
+    };
+    server = createServer({ db: asSeenThen, config, telemetry: new Telemetry() });
+    baseUrl = `http://127.0.0.1:${(await server.listen(0, "127.0.0.1")).port}`;
+    client = healthClient(baseUrl);
+  });
+  afterAll(async () => {
+    client?.close();
+    await server?.close();
+    await database?.end();
+  });
+
+  const readyz = async () => (await fetch(`${baseUrl}/readyz`)).status;
+  /** Polls /readyz until it answers `status`, for at most `boundMs`; the status it last answered. */
+  const readyzBecomes = async (status: number, boundMs: number) => {
+    const until = Date.now() + boundMs;
+    let last = await readyz();
+    while (last !== status && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      last = await readyz();
+    }
+    return last;
+  };
+
+  it("is not ready while statements wait and none starts, and ready again once they do", async () => {
+    const watched = watch(client, typedApi);
+    await watched.until("SERVING");
+    expect(await readyz()).toBe(200);
+
+    blocked = true;
+    // Stalled once blocked for longer than a statement may hold its connection (a bound, not a timing: a few samples).
+    expect(await readyzBecomes(503, 3000)).toBe(503);
+    await watched.until("NOT_SERVING");
+    expect(await check(client, typedApi)).toBe("NOT_SERVING");
+    expect(await fetch(`${baseUrl}/readyz`).then((r) => r.json())).toEqual({ status: "unavailable", error: "database connections stalled" });
+    expect((await fetch(`${baseUrl}/healthz`)).status).toBe(503);
+    expect((await fetch(`${baseUrl}/livez`)).status).toBe(200);
+
+    // A statement starts (a lookup of a transaction the empty index lacks): the pools are busy, not stalled.
+    const lookup = await fetch(`${baseUrl}/api/v3/adjacentTransactions?hash=${"ab".repeat(32)}&direction=out`);
+    expect(lookup.status).not.toBe(504);
+    await watched.until("SERVING");
+
+    // Stalled again, then the pools empty: nothing waits any more.
+    await watched.until("NOT_SERVING");
+    blocked = false;
+    await watched.until("SERVING");
+    expect(await readyzBecomes(200, 3000)).toBe(200);
+    expect(watched.statuses).toEqual(["SERVING", "NOT_SERVING", "SERVING", "NOT_SERVING", "SERVING"]);
+    watched.call.cancel();
   });
 });
 

@@ -1,6 +1,7 @@
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
+import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRecorder } from "../bench/capture.ts";
 import { Explainer, type StatementPlans } from "../bench/explain.ts";
@@ -185,6 +186,37 @@ describe("a request that makes no URL is answered, and the server lives on", () 
   ])("%s", async (_what, request) => {
     expect(await rawHttp(server.baseUrl, request)).toMatch(/^HTTP\/1\.[01] 400 /);
     expect((await server.rest("/api/v3/traces?limit=1")).status).toBe(200);
+  });
+});
+
+describe("methods the service does not serve are refused, never hung up on", () => {
+  it.each([
+    ["CONNECT to another host", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"],
+    ["CONNECT to the service itself", "CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"],
+    ["TRACE", "TRACE / HTTP/1.1\r\nHost: x\r\nconnection: close\r\n\r\n"],
+    ["PUT on a path that does not exist", "PUT /nothing/here HTTP/1.1\r\nHost: x\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"],
+  ])("HTTP/1.1 %s: 405, naming the methods served", async (_what, request) => {
+    const answer = await rawHttp(server.baseUrl, request);
+    expect(answer).toMatch(/^HTTP\/1\.1 405 /);
+    expect(answer).toMatch(/\r\nallow: GET, HEAD, POST, OPTIONS\r\n/i);
+    expect((await server.rest("/api/v3/traces?limit=1")).status).toBe(200);
+  });
+
+  it("HTTP/1.1: a method HTTP does not know is a 400", async () => {
+    expect(await rawHttp(server.baseUrl, "BREW /api/v3/masterchainInfo HTTP/1.1\r\nHost: x\r\n\r\n")).toMatch(/^HTTP\/1\.1 400 /);
+  });
+
+  it("HTTP/2 CONNECT: 405", async () => {
+    const session = http2.connect(server.baseUrl);
+    session.on("error", () => {});
+    try {
+      const stream = session.request({ ":method": "CONNECT", ":authority": "example.com:443" });
+      stream.on("error", () => {});
+      const status = await new Promise<number>((resolve) => stream.on("response", (headers) => resolve(Number(headers[":status"]))));
+      expect(status).toBe(405);
+    } finally {
+      session.destroy();
+    }
   });
 });
 

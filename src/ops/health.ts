@@ -11,6 +11,7 @@ import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import type { Database } from "../db/client.ts";
 import { sendJson } from "../rest/router.ts";
 import type { HttpHandler } from "../single-port.ts";
+import { PoolStallWatch, type PoolStallOptions } from "./pool-stall.ts";
 
 // Health as gRPC's health checking protocol (grpc.health.v1.Health: Check, Watch, List) and as the HTTP probes a
 // Kubernetes deployment points at. No maintained package serves grpc.health.v1 through a connect-es v2 router
@@ -18,26 +19,30 @@ import type { HttpHandler } from "../single-port.ts";
 // definitions as grpc-health-check ships them (generated into gen/health/, see buf.gen.yaml).
 
 /** What health needs of the database (see Database). */
-export type DatabaseReadiness = Pick<Database, "ready" | "serving" | "onServingChange">;
+export type DatabaseReadiness = Pick<Database, "ready" | "serving" | "onServingChange" | "poolStates" | "memberStats">;
 
 /** The services whose health is reported: the server as a whole ("", by the protocol's convention) and the typed API. */
 const reportedServices = ["", TonQueryService.typeName];
 
 /**
- * The serving status of tonquery: SERVING while the database answers (what DatabaseAvailability's probe finds, so
- * asking costs the database nothing) and the server is not shutting down; NOT_SERVING otherwise. Liveness is
- * another matter: a process whose database is away is alive, and restarting it would not bring the database back.
+ * The serving status of tonquery: SERVING while a request could be served: the database answers (what
+ * DatabaseAvailability's probe finds, so asking costs the database nothing), its connection pools are not stalled
+ * (see PoolStallWatch) and the server is not shutting down; NOT_SERVING otherwise. Liveness is another matter: a
+ * process whose database is away is alive, and restarting it would not bring the database back.
  */
 export class ServiceHealth {
   readonly #db: DatabaseReadiness;
+  readonly #stall: PoolStallWatch;
   readonly #draining = new AbortController();
 
   /**
    * With replicas any member that keeps up can serve, so a primary outage alone is not unready: Check, List, the
    * HTTP probes and Watch all follow the cluster, not one member.
    */
-  constructor(db: DatabaseReadiness) {
+  constructor(db: DatabaseReadiness, stall: PoolStallOptions) {
     this.#db = db;
+    this.#stall = new PoolStallWatch(db, stall);
+    this.#stall.start();
   }
 
   /**
@@ -46,6 +51,7 @@ export class ServiceHealth {
    */
   drain(): void {
     this.#draining.abort();
+    this.#stall.stop();
   }
 
   /** As Check answers: while the database is down this probes it (joining a probe under way), as /healthz does. */
@@ -56,15 +62,20 @@ export class ServiceHealth {
   /** Why the service cannot serve now; undefined when it can. */
   async #unready(): Promise<string | undefined> {
     if (this.#draining.signal.aborted) return "shutting down";
-    if (!(await this.#databaseAnswers())) return "database unavailable";
+    const problem = await this.#databaseProblem();
+    if (problem !== undefined) return problem;
     return this.#draining.signal.aborted ? "shutting down" : undefined;
   }
 
-  #databaseAnswers(): Promise<boolean> {
-    return this.#db.ready().then(
+  /** Why no request could get an answer from the database now; undefined when one could. */
+  async #databaseProblem(): Promise<string | undefined> {
+    const answers = await this.#db.ready().then(
       () => true,
       () => false,
     );
+    if (!answers) return "database unavailable";
+    if (this.#stall.stalled) return "database connections stalled";
+    return undefined;
   }
 
   /** Registers grpc.health.v1.Health on the RPC door's router: Connect, gRPC and gRPC-web alike. */
@@ -92,6 +103,7 @@ export class ServiceHealth {
     let wake = () => {};
     const nudge = () => wake();
     const unsubscribe = this.#db.onServingChange(nudge);
+    const unsubscribeStall = this.#stall.subscribe(nudge);
     context.signal.addEventListener("abort", nudge);
     this.#draining.signal.addEventListener("abort", nudge);
     try {
@@ -101,7 +113,7 @@ export class ServiceHealth {
         const changed = new Promise<void>((resolve) => (wake = resolve));
         const status = !known
           ? ServingStatus.SERVICE_UNKNOWN
-          : this.#db.serving() && !this.#draining.signal.aborted
+          : this.#db.serving() && !this.#stall.stalled && !this.#draining.signal.aborted
             ? ServingStatus.SERVING
             : ServingStatus.NOT_SERVING;
         if (status !== sent) {
@@ -113,6 +125,7 @@ export class ServiceHealth {
       }
     } finally {
       unsubscribe();
+      unsubscribeStall();
       context.signal.removeEventListener("abort", nudge);
       this.#draining.signal.removeEventListener("abort", nudge);
     }
@@ -121,8 +134,8 @@ export class ServiceHealth {
   /**
    * The HTTP probes, by path. /livez: the process answers at all (its event loop turns), whatever the database
    * does: a liveness probe that failed with the database would have every pod restarted during an outage. /readyz:
-   * the service can serve (database up, not shutting down), for readiness probes and load balancers. /healthz:
-   * what it has always been, whether the database answers.
+   * the service can serve (database up, its pools not stalled, not shutting down), for readiness probes and load
+   * balancers. /healthz: what it has always been, whether the database can serve (answers, pools not stalled).
    */
   httpProbes(): Map<string, HttpHandler> {
     const probe =
@@ -136,7 +149,7 @@ export class ServiceHealth {
     return new Map([
       ["/livez", probe(async () => undefined)],
       ["/readyz", probe(() => this.#unready())],
-      ["/healthz", probe(async () => ((await this.#databaseAnswers()) ? undefined : "database unavailable"))],
+      ["/healthz", probe(() => this.#databaseProblem())],
     ]);
   }
 }

@@ -199,7 +199,9 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
   } catch (err) {
     const error = publicError(err, `REST ${url.pathname}`);
     const status = restStatus(error.code);
-    sendJson(res, status, errorBody(found.dialect, status, error.rawMessage), {}, req.method === "HEAD");
+    // A request shed under overload says when to come back (see Admission); RPC doors carry it as error metadata.
+    const retryAfter = error.metadata.get("retry-after");
+    sendJson(res, status, errorBody(found.dialect, status, error.rawMessage), retryAfter === null ? {} : { "retry-after": retryAfter }, req.method === "HEAD");
   } finally {
     context.abort(requestEnded);
   }
