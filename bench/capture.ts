@@ -20,13 +20,13 @@
 import { createHandlerContext } from "@connectrpc/connect";
 import postgres from "postgres";
 import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
-import type { Config } from "../src/config.ts";
+import type { Config } from "../src/runtime/config.ts";
 import { databaseOptions, openDatabase, runQuery, transactionFrame, type Database } from "../src/db/client.ts";
 import { getAdjacentTransactions } from "../src/handlers/adjacent-transactions.ts";
 import { getBlockTransactionsExt } from "../src/handlers/block-transactions-ext.ts";
 import { getMasterchainInfo } from "../src/handlers/masterchain-info.ts";
 import { getTraces } from "../src/handlers/traces.ts";
-import type { ServiceDeps } from "../src/service-deps.ts";
+import type { ServiceDeps } from "../src/service/deps.ts";
 import type { BenchCase } from "./cases.ts";
 
 export interface CapturedStatement {

@@ -4,7 +4,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { join, resolve } from "node:path";
 import postgres from "postgres";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, openDatabase, redactUrl } from "../src/db/client.ts";
 import { caseSelected, parseOptions, type BenchOptions } from "./args.ts";
 import { buildCases, readDataset, type BenchCase } from "./cases.ts";

@@ -12,10 +12,10 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { execFile } from "node:child_process";
 import { parseArgs, promisify } from "node:util";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, openDatabase, type Database } from "../src/db/client.ts";
 import { Telemetry } from "../src/observability/telemetry.ts";
-import { createServer } from "../src/server.ts";
+import { createServer } from "../src/server/server.ts";
 import { startReplicaCluster, type ReplicaCluster } from "../test/support/replica-cluster.ts";
 import { buildCases, readDataset, type BenchCase } from "./cases.ts";
 import { createProtocolClient } from "./clients.ts";

@@ -2,16 +2,16 @@
 // numbers: the bench spawns this file, reads the port from the first stdout line, samples /proc/<pid>/status for
 // RSS and /proc/<pid>/stat for CPU, and ends it with SIGTERM.
 //
-// Configuration is the service's own (src/config.ts) from the environment, except that it always listens on a free
+// Configuration is the service's own (src/runtime/config.ts) from the environment, except that it always listens on a free
 // loopback port. DATABASE_URL is required: the bench never runs against the embedded demo database.
 
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, openDatabase } from "../src/db/client.ts";
 import { checkSchemaVersion } from "../src/db/version.ts";
-import { setLogLevel } from "../src/log.ts";
+import { setLogLevel } from "../src/runtime/log.ts";
 import { Telemetry } from "../src/observability/telemetry.ts";
 import { startTracing } from "../src/observability/tracing.ts";
-import { createServer } from "../src/server.ts";
+import { createServer } from "../src/server/server.ts";
 
 const config = loadConfig({ ...process.env, HOST: "127.0.0.1", PORT: "0" });
 if (config.databaseUrl === undefined) {

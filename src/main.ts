@@ -1,12 +1,12 @@
-import { ConfigError, helpText, loadConfig } from "./config.ts";
+import { ConfigError, helpText, loadConfig } from "./runtime/config.ts";
 import { databaseOptions, openDatabase, redactUrl } from "./db/client.ts";
 import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
 import { startDemoDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
-import { log, setLogLevel } from "./log.ts";
+import { log, setLogLevel } from "./runtime/log.ts";
 import { Telemetry } from "./observability/telemetry.ts";
 import { startTracing } from "./observability/tracing.ts";
-import { createServer } from "./server.ts";
-import { demoReplaySeconds, usageExamples } from "./usage.ts";
+import { createServer } from "./server/server.ts";
+import { demoReplaySeconds, usageExamples } from "./server/usage.ts";
 import { startDemoReplay } from "./demo/replay.ts";
 
 async function main(): Promise<number> {

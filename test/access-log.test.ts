@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
-import { setLogLevel } from "../src/log.ts";
+import { setLogLevel } from "../src/runtime/log.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
 

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { Admission, transactionsWeight } from "../src/admission.ts";
+import { Admission, transactionsWeight } from "../src/service/admission.ts";
 
 const never = new AbortController().signal;
 

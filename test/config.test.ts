@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, helpText, loadConfig, settings } from "../src/config.ts";
-import { parseProcLimits } from "../src/open-file-limit.ts";
+import { ConfigError, helpText, loadConfig, settings } from "../src/runtime/config.ts";
+import { parseProcLimits } from "../src/server/open-file-limit.ts";
 import { shardToUnsignedHex, unsignedHexToShard } from "../src/ton/shard.ts";
 
 describe("configuration", () => {

@@ -3,11 +3,11 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { defaultMaxConnections } from "../src/config.ts";
+import { defaultMaxConnections } from "../src/runtime/config.ts";
 import { readRecording } from "../src/demo/dataset.ts";
 import { IndexLoader } from "../src/recordings/loader.ts";
 import type { RecordedMasterchainInfo } from "../src/recordings/recorded.ts";
-import { createSinglePortServer, type ConnectionLimits, type HttpHandler, type SinglePortServer } from "../src/single-port.ts";
+import { createSinglePortServer, type ConnectionLimits, type HttpHandler, type SinglePortServer } from "../src/server/single-port.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
 // What a client can do to the service's connections: hold them open without finishing a request, leave

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, openDatabase, runQuery, type Database } from "../src/db/client.ts";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";

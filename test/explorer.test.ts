@@ -11,7 +11,7 @@ import { Names, ton } from "../explorer/src/format.ts";
 import { actionPhrase, phraseText } from "../explorer/src/sentences.ts";
 import { messageType, transactionOutcome } from "../explorer/src/summary.ts";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
-import { demoJettonTransferHex, usageExamples } from "../src/usage.ts";
+import { demoJettonTransferHex, usageExamples } from "../src/server/usage.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { decodedBody, rawRequest } from "./support/raw-http.ts";
 import { rawHttp } from "./support/raw-rpc.ts";

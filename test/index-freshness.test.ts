@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReplicaLag } from "../src/db/replicas.ts";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
-import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/index-freshness.ts";
+import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/service/index-freshness.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
 

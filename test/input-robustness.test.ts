@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRecorder } from "../bench/capture.ts";
 import { Explainer, type StatementPlans } from "../bench/explain.ts";
 import { GetTracesRequestSchema, SortOrder, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { getTraces } from "../src/handlers/traces.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { connectGet, envelope, rawCall, rawHttp, rawProtocols } from "./support/raw-rpc.ts";

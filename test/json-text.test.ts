@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { jsonBytes, JsonText } from "../src/json-text.ts";
+import { jsonBytes, JsonText } from "../src/present/json-text.ts";
 
 /** The value with some of its objects and arrays replaced by their pre-printed text (every third, by position). */
 function withTexts(value: unknown, counter = { n: 0 }): unknown {

@@ -2,7 +2,7 @@ import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetMasterchainInfoRequestSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { readRecording } from "../src/demo/dataset.ts";
 import { IndexLoader } from "../src/recordings/loader.ts";
 import type { RecordedMasterchainInfo } from "../src/recordings/recorded.ts";

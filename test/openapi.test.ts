@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
-import { demoJettonTransferHex, demoTransactionHex, usageExamples } from "../src/usage.ts";
+import { demoJettonTransferHex, demoTransactionHex, usageExamples } from "../src/server/usage.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { startOutageProxy, type OutageProxy } from "./support/proxy.ts";
 import { rawHttp } from "./support/raw-rpc.ts";

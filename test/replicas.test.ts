@@ -5,7 +5,7 @@ import { runQuery } from "../src/db/client.ts";
 import type { MemberStats } from "../src/db/replicas.ts";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { readSchema } from "../src/embedded/pglite.ts";
-import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/index-freshness.ts";
+import { indexSeqnoHeader, minIndexSeqnoHeader } from "../src/service/index-freshness.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
 import { type ClusterNode, type ReplicaCluster, replicaClusterUnsupported, startReplicaCluster } from "./support/replica-cluster.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";

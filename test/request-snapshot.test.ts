@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, isSnapshotLost, openDatabase, runQuery, type Database, type Sql } from "../src/db/client.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { startOutageProxy } from "./support/proxy.ts";

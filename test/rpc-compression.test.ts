@@ -1,7 +1,7 @@
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { brotliQuality } from "../src/rest/compression.ts";
-import { rpcCompressions } from "../src/rpc-door.ts";
+import { rpcCompressions } from "../src/server/rpc-door.ts";
 
 // The RPC doors compress responses at the REST door's levels: at connect-node's defaults, brotli (quality 11) cost
 // 1.7 s of server CPU for one 100-trace page, which any client could ask for.

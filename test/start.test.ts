@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoRecordings, readRecording } from "../src/demo/dataset.ts";
 import type { RecordedMasterchainInfo } from "../src/recordings/recorded.ts";
-import { demoJettonTransferHex } from "../src/usage.ts";
+import { demoJettonTransferHex } from "../src/server/usage.ts";
 import postgres from "postgres";
 import { startDemoDatabase } from "../src/embedded/pglite.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";

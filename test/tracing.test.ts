@@ -6,7 +6,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/runtime/config.ts";
 import { startTracing } from "../src/observability/tracing.ts";
 
 // Tracing as an operator turns it on: the real server process (`npm start`'s entry, demo database) with

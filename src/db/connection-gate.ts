@@ -1,4 +1,4 @@
-import { abortError } from "../abort.ts";
+import { abortError } from "../runtime/abort.ts";
 
 /**
  * Hands out a pool's connections, one statement at a time, urgent statements first.

@@ -1,6 +1,6 @@
 import type postgres from "postgres";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { abortError, untilAborted } from "../abort.ts";
+import { abortError, untilAborted } from "../runtime/abort.ts";
 import type { Pool } from "./member.ts";
 
 /**

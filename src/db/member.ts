@@ -1,5 +1,5 @@
 import postgres from "postgres";
-import { log } from "../log.ts";
+import { log } from "../runtime/log.ts";
 import { DatabaseAvailability } from "./availability.ts";
 import { ConnectionGate } from "./connection-gate.ts";
 import type { LeaseBounds } from "./lease.ts";

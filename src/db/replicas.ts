@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { log } from "../log.ts";
+import { log } from "../runtime/log.ts";
 import type { Member, MemberRole, Position } from "./member.ts";
 import { RequestSnapshot } from "./snapshot.ts";
 

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { abortError } from "../abort.ts";
+import { abortError } from "../runtime/abort.ts";
 import { prioritise } from "./connection-gate.ts";
 import { openRoute, routeOfRequest } from "./replicas.ts";
 

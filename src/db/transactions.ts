@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { AccountState, DecodedContent, ExtraCurrencies, Message, MessageBody, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
 import type { BodyDecoding } from "../decoding/page-bodies.ts";
-import { mapInSlices } from "../event-loop.ts";
+import { mapInSlices } from "../runtime/event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
 import { optional } from "./rows.ts";

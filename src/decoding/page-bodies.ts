@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { DecodedContent } from "../../gen/tonquery/v1/transaction_pb.ts";
-import { JsonText } from "../json-text.ts";
+import { JsonText } from "../present/json-text.ts";
 import { MessageBodyDecoder } from "./message-body.ts";
 
 // Compiled on first use: reading the schema takes most of a second, which a service with DECODE_BODIES=false

@@ -1,5 +1,5 @@
 import { runQuery, type Database } from "../db/client.ts";
-import { log } from "../log.ts";
+import { log } from "../runtime/log.ts";
 
 // The demo's live index: `npm start` without a database replays the recorded mainnet traces as new masterchain
 // blocks, one block every few seconds, so that the live streams (/api/streaming/v2/sse, /ws, StreamTraces) have

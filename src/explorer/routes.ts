@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
-import type { Config } from "../config.ts";
-import { publicError } from "../errors.ts";
+import type { Config } from "../runtime/config.ts";
+import { publicError } from "../server/errors.ts";
 import { chooseCoding, type CompressionSettings } from "../rest/compression.ts";
 import { sendJson } from "../rest/router.ts";
-import type { HttpHandler, HttpResponse } from "../single-port.ts";
+import type { HttpHandler, HttpResponse } from "../server/single-port.ts";
 import { explorerBundle, type ExplorerBundle } from "./bundle.ts";
 
 // GET /explorer: the trace explorer, a page that finds and draws traces, served like /docs: every file from this

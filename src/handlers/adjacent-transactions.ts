@@ -10,7 +10,7 @@ import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { selectAddressBook } from "../db/address-book.ts";
 import { selectAdjacentTransactions } from "../db/transactions.ts";
 import { pageBodyDecoding } from "../decoding/page-bodies.ts";
-import type { ServiceDeps } from "../service-deps.ts";
+import type { ServiceDeps } from "../service/deps.ts";
 import { parseHash } from "../ton/hash.ts";
 import { invalidParameter } from "./validation.ts";
 

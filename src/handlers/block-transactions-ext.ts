@@ -6,7 +6,7 @@ import {
   GetBlockTransactionsExtResponseSchema,
 } from "../../gen/tonquery/v1/service_pb.ts";
 import { type AccountCursor, selectBlockId, selectBlockTransactions } from "../db/block-transactions.ts";
-import type { ServiceDeps } from "../service-deps.ts";
+import type { ServiceDeps } from "../service/deps.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
 

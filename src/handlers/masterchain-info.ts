@@ -6,7 +6,7 @@ import {
   GetMasterchainInfoResponseSchema,
 } from "../../gen/tonquery/v1/service_pb.ts";
 import { selectMasterchainRange } from "../db/blocks.ts";
-import type { ServiceDeps } from "../service-deps.ts";
+import type { ServiceDeps } from "../service/deps.ts";
 
 export async function getMasterchainInfo(
   deps: ServiceDeps,

@@ -1,6 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
-import { log } from "../log.ts";
-import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
+import { log } from "../runtime/log.ts";
+import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
 import type { Metrics } from "./metrics.ts";
 import { RequestRecord, requestIdOf, runInRequest } from "./request-context.ts";
 import type { Telemetry } from "./telemetry.ts";

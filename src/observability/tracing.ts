@@ -1,5 +1,5 @@
 import { trace, type Tracer } from "@opentelemetry/api";
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 
 /** The OpenTelemetry SDK, started: spans of `tracer` are exported over OTLP until `shutdown` flushes the last ones. */
 export interface Tracing {

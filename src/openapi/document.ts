@@ -1,6 +1,6 @@
 import packageJson from "../../package.json" with { type: "json" };
 import { actionTypeShortcuts, defaultActionTypes } from "../actions/types.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 import { defaultCount, maxCount } from "../handlers/block-transactions-ext.ts";
 import { traceTooLargeWarning } from "../handlers/traces.ts";
 import { bodySchemas, type Schema } from "./schemas.ts";

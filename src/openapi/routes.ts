@@ -2,10 +2,10 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import swaggerUiPackage from "swagger-ui-dist/package.json" with { type: "json" };
-import type { Config } from "../config.ts";
-import { publicError } from "../errors.ts";
+import type { Config } from "../runtime/config.ts";
+import { publicError } from "../server/errors.ts";
 import { sendJson } from "../rest/router.ts";
-import type { HttpHandler, HttpResponse } from "../single-port.ts";
+import type { HttpHandler, HttpResponse } from "../server/single-port.ts";
 import { openApiDocument } from "./document.ts";
 
 // GET /openapi.json and the browsable /docs page.

@@ -10,7 +10,7 @@ import {
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import type { Database } from "../db/client.ts";
 import { sendJson } from "../rest/router.ts";
-import type { HttpHandler } from "../single-port.ts";
+import type { HttpHandler } from "../server/single-port.ts";
 import { PoolStallWatch, type PoolStallOptions } from "./pool-stall.ts";
 
 // Health as gRPC's health checking protocol (grpc.health.v1.Health: Check, Watch, List) and as the HTTP probes a

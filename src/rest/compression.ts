@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { Readable, type Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { constants, createBrotliCompress, createGzip } from "node:zlib";
-import { log } from "../log.ts";
+import { log } from "../runtime/log.ts";
 
 // Compression of the REST door's JSON answers (Connect, gRPC and gRPC-web negotiate their own, in connect-node).
 //

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { HandlerContext } from "@connectrpc/connect";
-import type { TonQueryServiceImpl } from "../service.ts";
-import type { HttpHandler, HttpResponse } from "../single-port.ts";
+import type { TonQueryServiceImpl } from "../service/service.ts";
+import type { HttpHandler, HttpResponse } from "../server/single-port.ts";
 
 // The service sets response headers on the handler context (X-Index-Seqno): connect's doors send them, the REST door
 // builds its context and writes its response itself (router.ts) and does not. These two wrappers carry them over:

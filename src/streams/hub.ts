@@ -7,8 +7,8 @@ import { expandActionTypes } from "../actions/types.ts";
 import { transactionAddresses } from "../handlers/adjacent-transactions.ts";
 import { completeTrace, incompleteTrace, traceHeader } from "../handlers/traces.ts";
 import { AsyncResource } from "node:async_hooks";
-import { log } from "../log.ts";
-import type { ServiceDeps } from "../service-deps.ts";
+import { log } from "../runtime/log.ts";
+import type { ServiceDeps } from "../service/deps.ts";
 import type { StreamMetrics } from "./metrics.ts";
 import {
   asRead,

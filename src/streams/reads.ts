@@ -7,7 +7,7 @@ import { runQuery } from "../db/client.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { selectTraceRows, selectTraceTransactions, type TraceRow } from "../db/traces.ts";
 import { pageBodyDecoding } from "../decoding/page-bodies.ts";
-import type { ServiceDeps } from "../service-deps.ts";
+import type { ServiceDeps } from "../service/deps.ts";
 
 // What the stream hub reads from the index. Each read is one "request" of the service: its statements carry one
 // AbortSignal, routed once with deps.db.route(signal, …, snapshot) so that they all go to one member and read one

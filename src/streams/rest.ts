@@ -2,12 +2,12 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
-import type { Config } from "../config.ts";
-import { log } from "../log.ts";
+import type { Config } from "../runtime/config.ts";
+import { log } from "../runtime/log.ts";
 import { nameRequest } from "../observability/request-context.ts";
 import { drained } from "../rest/compression.ts";
 import { sendJson } from "../rest/router.ts";
-import type { HttpHandler, HttpRequest, HttpResponse } from "../single-port.ts";
+import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
 import { positionOf, type StreamHub, type StreamItem } from "./hub.ts";
 import { blockEvents, parseEventId, parseSubscription, type ResumePoint, type Subscription } from "./toncenter.ts";
 

@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type StreamTracesRequest, type StreamTracesResponse, StreamTracesResponseSchema } from "../../gen/tonquery/v1/stream_pb.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 import { distinctValues, invalidParameter, isStorableText } from "../handlers/validation.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { streamOutcome, transportAbort } from "../rpc-door.ts";
+import { streamOutcome, transportAbort } from "../server/rpc-door.ts";
 import { parseAddress } from "../ton/address.ts";
 import { type StreamHub, streamFilter } from "./hub.ts";
 

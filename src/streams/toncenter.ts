@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { AddressMetadata } from "../../gen/tonquery/v1/trace_pb.ts";
 import type { AddressBookRow, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses, presentAction } from "../actions/present.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../runtime/config.ts";
 import { transactionAddresses } from "../handlers/adjacent-transactions.ts";
 import { distinctValues, isStorableText } from "../handlers/validation.ts";
 import { presentMetadata, presentTrace } from "../present/v3/trace.ts";

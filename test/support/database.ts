@@ -1,7 +1,7 @@
 import postgres from "postgres";
 import { randomBytes } from "node:crypto";
 import { readSchema, startEmbeddedDatabase } from "../../src/embedded/pglite.ts";
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/runtime/config.ts";
 import { databaseOptions, openDatabase, redactUrl, type Database, type Sql } from "../../src/db/client.ts";
 
 /**

@@ -1,10 +1,10 @@
 import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
-import { loadConfig, type Config } from "../../src/config.ts";
+import { loadConfig, type Config } from "../../src/runtime/config.ts";
 import { databaseOptions, openDatabase, type Database, type Sql } from "../../src/db/client.ts";
 import { testEngine } from "./database.ts";
-import { createServer, type Server } from "../../src/server.ts";
+import { createServer, type Server } from "../../src/server/server.ts";
 import { Telemetry } from "../../src/observability/telemetry.ts";
 
 export type RpcProtocol = "connect" | "grpc" | "grpc-web";

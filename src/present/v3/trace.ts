@@ -2,7 +2,7 @@ import type { GetTracesRequest, GetTracesResponse } from "../../../gen/tonquery/
 import type { AddressMetadata, Trace, TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
 import type { Transaction } from "../../../gen/tonquery/v1/transaction_pb.ts";
 import { presentAction } from "../../actions/present.ts";
-import { jsonBytes } from "../../json-text.ts";
+import { jsonBytes } from "../json-text.ts";
 import { presentAddressBook, presentTransaction } from "./transaction.ts";
 
 type Json = Record<string, unknown>;

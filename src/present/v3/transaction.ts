@@ -10,7 +10,7 @@ import type {
 } from "../../../gen/tonquery/v1/transaction_pb.ts";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { DecodedBody } from "../../decoding/page-bodies.ts";
-import type { JsonText } from "../../json-text.ts";
+import type { JsonText } from "../json-text.ts";
 import { presentBlockRef } from "./block.ts";
 
 // toncenter's v3 JSON for transactions. Key order follows its responses. Inside the description a missing

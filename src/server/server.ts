@@ -1,21 +1,21 @@
 import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
-import { indexSeqnoHeader } from "./index-freshness.ts";
-import { metricsEndpoint, observeRequests, requestIdHeader } from "./observability/requests.ts";
-import type { Telemetry } from "./observability/telemetry.ts";
-import { explorerRoutes } from "./explorer/routes.ts";
-import { openApiRoutes } from "./openapi/routes.ts";
-import { ServiceHealth } from "./ops/health.ts";
-import { reflectionRoutes } from "./ops/reflection.ts";
-import { forwardingResponseHeaders, withResponseHeaders } from "./rest/response-headers.ts";
-import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "./rest/router.ts";
+import { indexSeqnoHeader } from "../service/index-freshness.ts";
+import { metricsEndpoint, observeRequests, requestIdHeader } from "../observability/requests.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
+import { explorerRoutes } from "../explorer/routes.ts";
+import { openApiRoutes } from "../openapi/routes.ts";
+import { ServiceHealth } from "../ops/health.ts";
+import { reflectionRoutes } from "../ops/reflection.ts";
+import { forwardingResponseHeaders, withResponseHeaders } from "../rest/response-headers.ts";
+import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "../rest/router.ts";
 import { rpcDoor } from "./rpc-door.ts";
-import { connectRoutes, createTonQueryService } from "./service.ts";
-import type { ServiceDeps } from "./service-deps.ts";
+import { connectRoutes, createTonQueryService } from "../service/service.ts";
+import type { ServiceDeps } from "../service/deps.ts";
 import { createSinglePortServer, type HttpHandler } from "./single-port.ts";
-import { streamingDoors } from "./streams/rest.ts";
-import "./ton/native-sha256.ts";
+import { streamingDoors } from "../streams/rest.ts";
+import "../ton/native-sha256.ts";
 
 export interface Server {
   listen(port: number, host?: string): Promise<AddressInfo>;

@@ -1,7 +1,7 @@
 // One JSON line per event on stderr: readable by people, parseable by log shippers. A line written while a request
 // is served carries that request's id (request_id), so every error of a request can be found from its access line.
 
-import { currentRequest } from "./observability/request-context.ts";
+import { currentRequest } from "../observability/request-context.ts";
 
 type Fields = Record<string, unknown>;
 

@@ -9,22 +9,22 @@ import {
   type GetTracesRequest,
   type GetTracesResponse,
   TonQueryService,
-} from "../gen/tonquery/v1/service_pb.ts";
-import type { StreamTracesRequest } from "../gen/tonquery/v1/stream_pb.ts";
-import { getAdjacentTransactions } from "./handlers/adjacent-transactions.ts";
-import { defaultCount, getBlockTransactionsExt } from "./handlers/block-transactions-ext.ts";
-import { getMasterchainInfo } from "./handlers/masterchain-info.ts";
-import { getTraces, streamTraces, type TraceSink } from "./handlers/traces.ts";
+} from "../../gen/tonquery/v1/service_pb.ts";
+import type { StreamTracesRequest } from "../../gen/tonquery/v1/stream_pb.ts";
+import { getAdjacentTransactions } from "../handlers/adjacent-transactions.ts";
+import { defaultCount, getBlockTransactionsExt } from "../handlers/block-transactions-ext.ts";
+import { getMasterchainInfo } from "../handlers/masterchain-info.ts";
+import { getTraces, streamTraces, type TraceSink } from "../handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
-import { isSnapshotLost } from "./db/client.ts";
-import { prioritise } from "./db/connection-gate.ts";
-import { prepareBodyDecoding } from "./decoding/page-bodies.ts";
+import { isSnapshotLost } from "../db/client.ts";
+import { prioritise } from "../db/connection-gate.ts";
+import { prepareBodyDecoding } from "../decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
-import { respondsInBinary, TracesBinaryWriter } from "./present/proto/traces.ts";
-import type { ServiceDeps } from "./service-deps.ts";
-import { StreamHub } from "./streams/hub.ts";
-import { StreamMetrics } from "./streams/metrics.ts";
-import { streamTracesRpc } from "./streams/rpc.ts";
+import { respondsInBinary, TracesBinaryWriter } from "../present/proto/traces.ts";
+import type { ServiceDeps } from "./deps.ts";
+import { StreamHub } from "../streams/hub.ts";
+import { StreamMetrics } from "../streams/metrics.ts";
+import { streamTracesRpc } from "../streams/rpc.ts";
 
 /**
  * What a door does with a response while the request still holds its admission: the RPC doors take the message

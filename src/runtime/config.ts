@@ -2,7 +2,7 @@
 // process manager or from `npm start`.
 
 import { logLevels, type LogLevel } from "./log.ts";
-import { openFileLimit } from "./open-file-limit.ts";
+import { openFileLimit } from "../server/open-file-limit.ts";
 
 export interface Config {
   /** PostgreSQL URL of the ton-index-worker database; absent = embedded PGlite with demo data. */

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { abortError, untilAborted } from "./abort.ts";
-import type { AdmissionRecorder, AdmissionState } from "./observability/metrics.ts";
+import { abortError, untilAborted } from "../runtime/abort.ts";
+import type { AdmissionRecorder, AdmissionState } from "../observability/metrics.ts";
 
 /**
  * Bounds the work the service does at once, by weight: a request takes as many slots as its page holds

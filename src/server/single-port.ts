@@ -3,7 +3,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
-import { log } from "./log.ts";
+import { log } from "../runtime/log.ts";
 
 // Node cannot serve HTTP/1.1 and cleartext HTTP/2 on one port by itself (http2's allowHTTP1 needs TLS),
 // yet gRPC clients speak h2c with prior knowledge while browsers and curl speak HTTP/1.1. So one TCP
@@ -49,7 +49,7 @@ export type HttpHandler = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 export type HttpRequest = Parameters<HttpHandler>[0];
 export type HttpResponse = Parameters<HttpHandler>[1];
 
-/** The bounds on client connections; see src/config.ts for what each one promises. */
+/** The bounds on client connections; see src/runtime/config.ts for what each one promises. */
 export interface ConnectionLimits {
   headersTimeoutMs: number;
   bodyTimeoutMs: number;

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { log } from "./log.ts";
+import { log } from "../runtime/log.ts";
 
 /** HTTP status of a failed REST request. Bad input is 422, as toncenter answers it. */
 export function restStatus(code: Code): number {

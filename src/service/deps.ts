@@ -1,6 +1,6 @@
-import type { Config } from "./config.ts";
-import type { Database } from "./db/client.ts";
-import type { Telemetry } from "./observability/telemetry.ts";
+import type { Config } from "../runtime/config.ts";
+import type { Database } from "../db/client.ts";
+import type { Telemetry } from "../observability/telemetry.ts";
 
 /** What every handler may use; built once at start-up and shared by the RPC and REST doors. */
 export interface ServiceDeps {

@@ -17,9 +17,9 @@ import http2 from "node:http2";
 import { promisify } from "node:util";
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
 import type { Compression } from "@connectrpc/connect/protocol";
-import { log } from "./log.ts";
-import { brotliQuality, gzipLevel } from "./rest/compression.ts";
-import { grpcCodeName, nameRequest, type Door } from "./observability/request-context.ts";
+import { log } from "../runtime/log.ts";
+import { brotliQuality, gzipLevel } from "../rest/compression.ts";
+import { grpcCodeName, nameRequest, type Door } from "../observability/request-context.ts";
 import type { HttpHandler, HttpResponse } from "./single-port.ts";
 
 // The RPC door: Connect, gRPC and gRPC-web for the router's procedures, served as connect-node's
