@@ -407,7 +407,14 @@ class Trace {
   remaining = 0;
   executed = 0;
   edges = 0;
-  pendingEdges = 0;
+  /** Messages of the trace planned never to arrive (a pending trace's dropped leaf). */
+  droppedEdges = 0;
+  /**
+   * Of those, the ones sent so far. A message is on its way only once the transaction sending it has run: a live trace
+   * whose dropped leaf's parent has not run yet must not count it in pending_edges_, or its row would count a message
+   * that no visible transaction sent.
+   */
+  droppedSent = 0;
   externalHash: string | null = null;
   externalNorm: string | null = null;
   startLt = 0;
@@ -1280,14 +1287,14 @@ export class ChainGenerator {
       const leaves = trace.nodes.filter((n) => n.children.length === 0 && n.parent !== undefined);
       const leaf = r.pick(leaves);
       leaf.dropped = true;
-      trace.pendingEdges = 1;
+      trace.droppedEdges = 1;
     }
     return trace;
   }
 
   private startTrace(limit: number): number {
     const trace = this.plan(limit);
-    const size = trace.nodes.length - trace.pendingEdges;
+    const size = trace.nodes.length - trace.droppedEdges;
     trace.remaining = size;
     this.planned += size;
     this.inFlight++;
@@ -1477,7 +1484,10 @@ export class ChainGenerator {
         `${child.opcode === null ? NULL : child.opcode | 0}\tt\t${bool(child.bounce)}\t${bool(child.bounced)}\t\\N\t${child.body.hash}\t${child.initHash ?? NULL}`;
       this.sink.write("messages", `${txHash}\t${lt}\t${this.mcSeqno}\t${child.msgHash}\t\\N\tout\t${traceId}\t${child.msgTail}\n`);
       this.totals.messages++;
-      if (child.dropped) continue;
+      if (child.dropped) {
+        trace.droppedSent++;
+        continue;
+      }
       trace.inFlightMessages++;
       if (child.delay === 0 && !master) this.queue.push(child);
       else this.schedule(child);
@@ -1584,7 +1594,7 @@ export class ChainGenerator {
     this.inFlight--;
     this.totals.traces++;
     if (trace.executed > this.totals.largest) this.totals.largest = trace.executed;
-    const pending = trace.pendingEdges > 0;
+    const pending = trace.droppedEdges > 0;
     if (pending) this.totals.pending++;
     if (this.live !== undefined) {
       // The row goes with the round's other trace rows (endRound); the classifier writes the actions later.
@@ -1606,7 +1616,8 @@ export class ChainGenerator {
    * growing, or one whose last message is never delivered).
    */
   private traceLine(trace: Trace, classification: "ok" | "unclassified"): string {
-    const pendingEdges = trace.pendingEdges + trace.inFlightMessages;
+    // Sent and not received: the dropped messages already sent, and those a transaction of the trace has yet to receive.
+    const pendingEdges = trace.droppedSent + trace.inFlightMessages;
     return (
       `${trace.id}\t${trace.externalHash ?? NULL}\t${trace.externalNorm ?? NULL}\t${trace.mcStart}\t${trace.mcEnd}\t${trace.startLt}\t${trace.startUtime}\t` +
       `${trace.endLt}\t${trace.endUtime}\t${pendingEdges > 0 ? "pending" : "complete"}\t${pendingEdges}\t${trace.edges}\t${trace.executed}\t` +
