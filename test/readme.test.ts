@@ -218,7 +218,10 @@ describe.skipIf(engine === "pglite")("the README's examples, run against npm sta
     const examples = shellExamples(block);
     it.concurrent(`README line ${block.line}: ${examples.length} command(s), ${firstCommand(block).slice(0, 70)}`, async ({ expect }) => {
       if (opensStream(block)) await quietBlocksRan;
-      else onTestFinished(() => --quietBlocksLeft === 0 && quietBlocksDone());
+      else
+        onTestFinished(() => {
+          if (--quietBlocksLeft === 0) quietBlocksDone();
+        });
       // A command that only sets a variable is run again in front of each later command of its block.
       const assignments: string[] = [];
       for (const example of examples) {
