@@ -24,6 +24,14 @@ async function snippet(name: string): Promise<string> {
   return match[1];
 }
 
+/**
+ * `npx node client.ts` from the project's root, as the README says: the project's Node 24 (the machine's own `node`
+ * may be one that refuses a .ts file), which npx finds in node_modules/.bin whatever the PATH.
+ */
+function runAsDocumented(file: string) {
+  return run("npx", ["node", file], { cwd: projectRoot });
+}
+
 let db: TestDatabase;
 let server: TestServer;
 /** The snippets as files at the project's root, where their `./gen/...` imports resolve. */
@@ -57,7 +65,7 @@ describe("the README's TypeScript clients", () => {
   });
 
   it("Node: Connect over HTTP/2 prints the masterchain range, a trace and a NOT_FOUND", async () => {
-    const { stdout } = await run(process.execPath, [await writeSnippet("node", server.baseUrl)], { cwd: projectRoot });
+    const { stdout } = await runAsDocumented(await writeSnippet("node", server.baseUrl));
 
     const info = await server.client("grpc").getMasterchainInfo({});
     const { traces } = await server.client("grpc").getTraces({ txHash: ["79a9866494c57ea5a8457e4c80194b665276d37ef609488beae12d2a1ef1794f"], includeActions: true });
@@ -70,7 +78,7 @@ describe("the README's TypeScript clients", () => {
   });
 
   it("browser: gRPC-web over fetch prints the last masterchain block (run in Node, which has fetch too)", async () => {
-    const { stdout } = await run(process.execPath, [await writeSnippet("browser", server.baseUrl)], { cwd: projectRoot });
+    const { stdout } = await runAsDocumented(await writeSnippet("browser", server.baseUrl));
     const info = await server.client("grpc").getMasterchainInfo({});
     expect(stdout.trim()).toBe(`last indexed masterchain block: ${info.last?.seqno}`);
   });

@@ -114,7 +114,7 @@ describe("npm start with no DATABASE_URL", () => {
         env: { ...process.env, PATH: `${projectRoot}node_modules/.bin:${process.env.PATH ?? ""}` },
       });
       const body = JSON.parse(stdout) as Record<string, unknown>;
-      if (command.includes("/healthz")) {
+      if (command.includes("/readyz")) {
         expect(body).toEqual({ status: "ok" });
       } else if (command.includes("/api/v3/masterchainInfo")) {
         expect(body).toEqual(recording);

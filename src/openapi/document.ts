@@ -62,20 +62,17 @@ function commonResponses(dialect: "v3" | "v2"): Record<string, Schema> {
   };
 }
 
-/** Every method but GET and HEAD is refused; documented once per path, as POST. */
-function refusedMethod(tag: string, dialect: "v3" | "v2"): Schema {
+/**
+ * The answer to every method but GET and HEAD. Not an operation of any path: an operation per refused method made
+ * Swagger UI list each path twice, offering a "POST" that does not exist. It is a component the document's
+ * description points to, so a client can still read its shape.
+ */
+function refusedMethod(dialect: "v3" | "v2"): Schema {
   const schema = dialect === "v2" ? "V2Error" : "Error";
   return {
-    tags: [tag],
-    summary: "Any method but GET or HEAD: 405",
-    description: "POST, PUT, PATCH, DELETE and every other method but GET and HEAD get the same answer, naming the method.",
-    responses: {
-      "405": {
-        description: "Method not allowed",
-        headers: { Allow: { schema: { const: "GET, HEAD" } } },
-        content: errorContent(405, schema, { post: "method POST not allowed: use GET" }),
-      },
-    },
+    description: "Method not allowed: POST, PUT, PATCH, DELETE and every other method but GET and HEAD, named in the error",
+    headers: { Allow: { schema: { const: "GET, HEAD" } } },
+    content: errorContent(405, schema, { post: "method POST not allowed: use GET" }),
   };
 }
 
@@ -115,7 +112,7 @@ export function openApiDocument(config: Config): OpenApiDocument {
         "Hashes are accepted as 64 hex digits (optionally `0x`-prefixed), base64 or base64url (percent-encode a base64 `+`: a bare one reads as a space); addresses as raw `workchain:hex` or user-friendly base64/base64url.",
         "Responses print hashes as standard base64, addresses as raw `workchain:HEX`, 64-bit integers as decimal strings.",
         "",
-        "Every path answers HEAD as GET, without the body. A request whose headers or body come later than HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS gets a 408 and its connection is closed.",
+        "Every path answers HEAD as GET, without the body, and any other method with a 405 and `Allow: GET, HEAD` (bodies: the responses MethodNotAllowed and MethodNotAllowedV2 under components). A request whose headers or body come later than HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS gets a 408 and its connection is closed.",
       ].join("\n"),
       license: { name: packageJson.license, identifier: packageJson.license },
     },
@@ -139,7 +136,6 @@ export function openApiDocument(config: Config): OpenApiDocument {
             ...commonResponses("v3"),
           },
         },
-        post: refusedMethod(v3, "v3"),
       },
       "/api/v3/adjacentTransactions": {
         get: {
@@ -166,7 +162,6 @@ export function openApiDocument(config: Config): OpenApiDocument {
             ...commonResponses("v3"),
           },
         },
-        post: refusedMethod(v3, "v3"),
       },
       "/api/v3/traces": {
         get: {
@@ -254,7 +249,6 @@ export function openApiDocument(config: Config): OpenApiDocument {
             ...commonResponses("v3"),
           },
         },
-        post: refusedMethod(v3, "v3"),
       },
       "/api/v2/getBlockTransactionsExt": {
         get: {
@@ -291,7 +285,6 @@ export function openApiDocument(config: Config): OpenApiDocument {
             ...commonResponses("v2"),
           },
         },
-        post: refusedMethod(v2, "v2"),
       },
       "/healthz": {
         get: {
@@ -325,6 +318,8 @@ export function openApiDocument(config: Config): OpenApiDocument {
     components: {
       schemas: bodySchemas(traceTooLargeWarning),
       responses: {
+        MethodNotAllowed: refusedMethod("v3"),
+        MethodNotAllowedV2: refusedMethod("v2"),
         MalformedTarget: errorResponse(400, "A request target that makes no URL (answered before the path is known, so in v3's form on every path)", "Error", {
           target: "malformed request target",
         }),

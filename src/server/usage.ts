@@ -57,7 +57,7 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
     ...(demo
       ? [
           `  curl -H 'content-type: application/json' -d '{"hash":"${demoTransactionHex}","direction":"DIRECTION_OUT"}' ${baseUrl}/${rpc}/GetAdjacentTransactions`,
-          `  curl -H 'content-type: application/json' -d '{"traceId":["${demoTransactionHex}"],"includeActions":true}' ${baseUrl}/${rpc}/GetTraces`,
+          `  curl -H 'content-type: application/json' -d '{"txHash":["${demoTransactionHex}"],"includeActions":true}' ${baseUrl}/${rpc}/GetTraces`,
         ]
       : []),
     "",
@@ -85,7 +85,7 @@ export function usageExamples(baseUrl: string, demo: boolean): string {
     `  ${baseUrl}/explorer`,
     ...(demo ? [`  ${baseUrl}/explorer?q=${demoJettonTransferHex}   (the demo's USDT transfer)`] : []),
     "",
-    `Health: curl ${baseUrl}/healthz`,
+    `Health: curl ${baseUrl}/readyz`,
     "",
   ];
   return lines.join("\n");
