@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, type ExpectStatic } from "vitest";
-import { usageExamples } from "../src/usage.ts";
+import { usageExamples } from "../src/server/usage.ts";
 import { codeBlocks, documentedUrl, matchOutput, shellExamples, type CodeBlock, type ShellExample } from "./support/readme-examples.ts";
 import { testEngine } from "./support/database.ts";
 
