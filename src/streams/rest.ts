@@ -7,6 +7,7 @@ import { log } from "../runtime/log.ts";
 import { nameRequest } from "../observability/request-context.ts";
 import { drained } from "../rest/compression.ts";
 import { sendJson } from "../rest/router.ts";
+import { restStatus } from "../server/errors.ts";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
 import { positionOf, type StreamHub, type StreamItem } from "./hub.ts";
 import { blockEvents, parseEventId, parseSubscription, type ResumePoint, type Subscription } from "./toncenter.ts";
@@ -20,24 +21,14 @@ export const wsPath = "/api/streaming/v2/ws";
 /** A subscription of STREAM_MAX_ADDRESSES raw addresses fits with room to spare. */
 const maxBodyBytes = 1024 * 1024;
 
-/** The HTTP status of a stream's refusal (toncenter: 400 for a bad subscription, 429 for too many streams). */
+/**
+ * The HTTP status of a stream's refusal: toncenter's Streaming API answers a bad subscription with 400 (the REST
+ * paths' 422 is toncenter v3's), and a position too old to resume from is gone (410); else as the REST paths.
+ */
 function httpStatus(code: Code): number {
-  switch (code) {
-    case Code.InvalidArgument:
-      return 400;
-    case Code.ResourceExhausted:
-      return 429;
-    case Code.OutOfRange:
-      return 410;
-    case Code.Unavailable:
-      return 503;
-    case Code.DeadlineExceeded:
-      return 504;
-    case Code.Canceled:
-      return 499;
-    default:
-      return 500;
-  }
+  if (code === Code.InvalidArgument) return 400;
+  if (code === Code.OutOfRange) return 410;
+  return restStatus(code);
 }
 
 function errorBody(error: ConnectError): Record<string, unknown> {
