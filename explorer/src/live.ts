@@ -49,7 +49,8 @@ async function* followAccount(open: OpenStream, account: string, signal: AbortSi
   while (!signal.aborted) {
     onState?.(failures === 0 ? { kind: "following", position } : { kind: "reconnecting", position, attempt: failures });
     try {
-      // No resume_after on the first call: the list was just read, so the stream starts with the next block.
+      // No resume_after on the first call: the list was just read, so the stream starts with the next block. GetTraces
+      // names no position, so a block committed between that read and the stream's start shows only on a reload.
       const request: StreamTracesRequestInit = { accounts: [account], includeTransactions: true, includeActions: true, includeAddressBook: true, includeMetadata: true, resumeAfter: position };
       for await (const message of open(request, signal)) {
         position = message.position;
