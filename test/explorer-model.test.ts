@@ -1,9 +1,11 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { StreamTracesResponseSchema, type StreamTracesRequestSchema, type StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
 import { TraceActionSchema, TraceNodeSchema, TraceSchema, type Trace } from "../gen/tonquery/v1/trace_pb.ts";
 import { MessageSchema, TransactionSchema, type Message } from "../gen/tonquery/v1/transaction_pb.ts";
 import { Names, shortAddress, units } from "../explorer/src/format.ts";
-import { withArrivals } from "../explorer/src/live.ts";
+import { type LiveState, streamedTraces, withArrivals } from "../explorer/src/live.ts";
 import { classifyQuery } from "../explorer/src/query.ts";
 import { searchOfView, standardHash, urlHash, viewOfSearch, type View } from "../explorer/src/route.ts";
 import { actionPhrase, phraseText } from "../explorer/src/sentences.ts";
@@ -150,5 +152,88 @@ describe("live arrivals", () => {
     const merged = withArrivals(listed, arrived);
     expect(merged.map((t) => t.traceId)).toEqual([hash(4), hash(3), hash(2), hash(1)]);
     expect(merged[1]?.traceInfo?.traceState).toBe("complete");
+  });
+});
+
+/**
+ * A stand-in for StreamTraces: each call plays the next script (messages, then an error or the end) and records its
+ * request; past the scripts a call waits until the page lets go of it.
+ */
+function scriptedStreams(scripts: Array<{ messages: StreamTracesResponse[]; error?: ConnectError }>) {
+  const requests: Array<MessageInitShape<typeof StreamTracesRequestSchema>> = [];
+  const open = async function* (request: MessageInitShape<typeof StreamTracesRequestSchema>, signal: AbortSignal): AsyncGenerator<StreamTracesResponse> {
+    requests.push(request);
+    const script = scripts[requests.length - 1];
+    if (script === undefined) {
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      throw new ConnectError("the page left", Code.Canceled);
+    }
+    yield* script.messages;
+    if (script.error !== undefined) throw script.error;
+  };
+  return { open, requests };
+}
+
+const heartbeat = (position: number) => create(StreamTracesResponseSchema, { position, heartbeat: true });
+const block = (position: number, ...ids: number[]) =>
+  create(StreamTracesResponseSchema, { position, traces: ids.map((n) => create(TraceSchema, { traceId: hash(n) })), addressBook: { [address(position)]: { userFriendly: `book ${position}` } } });
+
+describe("the live source (StreamTraces)", () => {
+  it("asks for the account with its transactions, actions and names, hands over blocks, skips heartbeats, and resumes after the last position on a transport error", async () => {
+    const streams = scriptedStreams([
+      { messages: [heartbeat(10), block(11, 1)], error: new ConnectError("the server is shutting down", Code.Unavailable) },
+      { messages: [], error: new ConnectError("read too slowly", Code.ResourceExhausted) },
+      { messages: [heartbeat(12), block(13, 2, 3)] },
+    ]);
+    const states: LiveState[] = [];
+    const controller = new AbortController();
+    const handed: string[][] = [];
+    for await (const answer of streamedTraces(streams.open, [1, 1, 1])(address(9), controller.signal, (state) => states.push(state))) {
+      handed.push(answer.traces.map((t) => t.traceId));
+      expect(Object.keys(answer.addressBook)).toHaveLength(1);
+      if (handed.length === 2) controller.abort();
+    }
+    expect(handed).toEqual([[hash(1)], [hash(2), hash(3)]]);
+    expect(streams.requests.map((r) => r.resumeAfter)).toEqual([undefined, 11, 11]);
+    expect(streams.requests[0]).toMatchObject({ accounts: [address(9)], includeTransactions: true, includeActions: true, includeAddressBook: true, includeMetadata: true });
+    expect(states.map((s) => `${s.kind} ${s.position}`)).toEqual([
+      "following undefined",
+      "following 10",
+      "following 11",
+      "reconnecting 11",
+      "reconnecting 11",
+      "reconnecting 11",
+      "reconnecting 11",
+      "following 12",
+      "following 13",
+    ]);
+  });
+
+  it("gives up after its retries fail in a row, and at once on a refusal a retry cannot cure", async () => {
+    const down = new ConnectError("connection refused", Code.Unavailable);
+    const failing = scriptedStreams([{ messages: [], error: down }, { messages: [], error: down }, { messages: [], error: down }]);
+    const consume = async (live: AsyncIterable<unknown>) => {
+      for await (const _ of live);
+    };
+    await expect(consume(streamedTraces(failing.open, [1, 1])(address(9), new AbortController().signal))).rejects.toThrow("connection refused");
+    expect(failing.requests).toHaveLength(3);
+
+    const refused = scriptedStreams([{ messages: [], error: new ConnectError("position 5 is older than the resume window", Code.OutOfRange) }]);
+    await expect(consume(streamedTraces(refused.open, [1, 1])(address(9), new AbortController().signal))).rejects.toThrow("resume window");
+    expect(refused.requests).toHaveLength(1);
+  });
+
+  it("stops without an error when the view's signal aborts, waiting or reconnecting", async () => {
+    const controller = new AbortController();
+    const streams = scriptedStreams([{ messages: [heartbeat(4)], error: new ConnectError("reset", Code.Unavailable) }]);
+    const states: LiveState[] = [];
+    const live = streamedTraces(streams.open, [60_000])(address(9), controller.signal, (state) => {
+      states.push(state);
+      if (state.kind === "reconnecting") controller.abort();
+    });
+    const started = Date.now();
+    for await (const _ of live) throw new Error("no traces were sent");
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(streams.requests).toHaveLength(1);
   });
 });

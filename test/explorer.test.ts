@@ -123,6 +123,24 @@ const detached = { id: hashOf("explorer detached trace"), txs: [{ hash: hashOf("
 
 const undelivered = hashOf("detached undelivered message");
 
+/** An account that gains a trace while its view is open (the live test): one trace before, one in a new block. */
+const liveAccount = `0:${createHash("sha256").update("explorer live account").digest("hex").toUpperCase()}`;
+const liveTrace = (name: string, lt: bigint) => {
+  const hash = hashOf(`live tx ${name}`);
+  return { id: hash, txs: [{ hash, lt, account: liveAccount, parent: undefined, inMsg: hashOf(`live msg ${name}`) }] };
+};
+
+/**
+ * Appends masterchain block `seqno` completing `trace` the way the worker leaves it (classified, mc_seqno_end set),
+ * the trace first and the block last: a stream reads a block's traces once it sees the block.
+ */
+async function appendBlock(seqno: number, trace: { id: string; txs: GeneratedTx[] }): Promise<void> {
+  await insertTraces(db, [trace]);
+  await db.admin`update traces set mc_seqno_start = ${seqno}, mc_seqno_end = ${seqno}, classification_state = 'ok' where trace_id = ${trace.id}`;
+  const mcShard = "-9223372036854775808";
+  await db.admin`insert into blocks ${db.admin({ workchain: -1, shard: mcShard, seqno, root_hash: hashOf(`live block ${seqno}`), file_hash: hashOf(`live block file ${seqno}`), mc_block_workchain: -1, mc_block_shard: mcShard, mc_block_seqno: seqno, gen_utime: Math.floor(Date.now() / 1000), start_lt: "0", end_lt: "0", tx_count: 1 })}`;
+}
+
 let db: TestDatabase;
 let server: TestServer;
 let browser: Browser | undefined;
@@ -177,9 +195,9 @@ async function openPage(skip: (condition: boolean, note: string) => void): Promi
 }
 
 /** Only this origin's page, its assets and the typed API over gRPC-web; nothing went wrong. */
-async function closeClean(watched: Watched): Promise<void> {
+async function closeClean(watched: Watched, baseUrl = server.baseUrl): Promise<void> {
   await watched.page.close();
-  const origin = new URL(server.baseUrl).origin;
+  const origin = new URL(baseUrl).origin;
   for (const request of watched.requests) {
     const [method, url, type] = request.split(" ") as [string, string, string];
     expect(new URL(url).origin, request).toBe(origin);
@@ -500,6 +518,43 @@ describe("/explorer in headless Chromium", () => {
     await page.click(`[data-index="0"] [data-toggle]`);
     expect(await drawn()).toBe(1);
     await closeClean(watched);
+  });
+
+  it("follows an account live: a trace of a block the index gains while the view is open appears at the top, without a reload", async ({ skip }) => {
+    const watched = await openPage(skip);
+    const { page } = watched;
+    const before = liveTrace("before", 600_000_000n);
+    const landed = liveTrace("landed", 600_000_010n);
+    await insertTraces(db, [before]);
+    // Polled every 100 ms and a heartbeat every 300 ms: the page learns its stream is open within a second.
+    const live = await startTestServer(db.url, { STREAM_POLL_INTERVAL_MS: "100", STREAM_HEARTBEAT_MS: "300" });
+    try {
+      await page.goto(`${live.baseUrl}/explorer?account=${liveAccount}`);
+      await page.waitForSelector(`tr[data-trace="${before.id}"]`);
+      expect(await page.textContent(".live[data-live=following]")).toMatch(/^Following live/);
+      // A heartbeat's position on the indicator: the stream is open on the server, so the next block is its to deliver.
+      await page.waitForSelector(".live[data-live=following][data-position]");
+      await page.evaluate(() => Object.assign(globalThis, { sameDocument: true }));
+      const [newest] = await db.admin<{ seqno: number }[]>`select coalesce(max(seqno), 0) as seqno from blocks where workchain = -1`;
+      const seqno = (newest?.seqno ?? 0) + 1;
+      const appendedAt = performance.now();
+      await appendBlock(seqno, landed);
+      await page.waitForSelector(`tr.arrived[data-trace="${landed.id}"]`);
+      const delayMs = performance.now() - appendedAt;
+      expect(await page.$$eval("tr[data-trace]", (rows) => rows.map((r) => r.getAttribute("data-trace")))).toEqual([landed.id, before.id]);
+      expect(await page.textContent(`tr[data-trace="${landed.id}"] .count`)).toBe("1");
+      expect(await page.getAttribute(".live", "data-position")).toBe(String(seqno));
+      expect(await page.textContent(".live")).toBe(`Following live (up to masterchain block ${seqno}): new traces appear at the top as they land.`);
+      expect(await page.evaluate(() => (globalThis as { sameDocument?: boolean }).sameDocument)).toBe(true);
+      expect(delayMs).toBeLessThan(3000);
+      // One stream (StreamTraces over gRPC-web) beside the first page's GetTraces: nothing polled.
+      const calls = watched.requests.map((request) => new URL(request.split(" ")[1] as string).pathname).filter((path) => path.startsWith("/tonquery.v1."));
+      expect(calls).toEqual(["/tonquery.v1.TonQueryService/GetTraces", "/tonquery.v1.TonQueryService/StreamTraces"]);
+      await closeClean(watched, live.baseUrl);
+    } finally {
+      if (!watched.page.isClosed()) await watched.page.close();
+      await live.close();
+    }
   });
 
   it("draws the recorded USDT transfer for the README's screenshot", async ({ skip }) => {

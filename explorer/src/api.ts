@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import type { Trace } from "../../gen/tonquery/v1/trace_pb.ts";
-import type { TracesAnswer } from "./live.ts";
+import { streamedTraces, type LiveTraces, type TracesAnswer } from "./live.ts";
 import { standardHash, type Selection } from "./route.ts";
 
 // The page's only way to the service: the typed API's generated client over gRPC-web (binary protobuf in fetch()).
@@ -57,6 +57,9 @@ export async function traceById(traceId: string, signal: AbortSignal): Promise<{
 export async function tracesPage(account: string | undefined, pageToken: string | undefined, signal: AbortSignal) {
   return tonquery.getTraces({ account, pageToken, includeActions: true, limit: pageSize }, { signal });
 }
+
+/** New traces of an account as they land: the StreamTraces RPC, one stream per open account view (see live.ts). */
+export const liveAccountTraces: LiveTraces = streamedTraces((request, signal) => tonquery.streamTraces(request, { signal }));
 
 /** What went wrong, for a person: the service's own message for a refused request, else what failed. */
 export function describeError(err: unknown): string {

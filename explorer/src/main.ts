@@ -1,9 +1,8 @@
 import "./style.css";
 import { ConnectError } from "@connectrpc/connect";
-import { describeError, findTrace, traceById, tracesPage } from "./api.ts";
+import { describeError, findTrace, liveAccountTraces, traceById, tracesPage } from "./api.ts";
 import { el } from "./dom.ts";
 import { viewLink } from "./links.ts";
-import type { LiveTraces } from "./live.ts";
 import { classifyQuery } from "./query.ts";
 import { searchOfView, urlHash, viewOfSearch, type View } from "./route.ts";
 import { renderTraceList } from "./trace-list.ts";
@@ -11,12 +10,6 @@ import { renderTrace } from "./trace-view.ts";
 
 // The explorer's shell: a search box over one view at a time, the view named by the URL (route.ts). Following a link
 // or searching pushes a new URL and draws its view; the back button draws the previous one.
-
-/**
- * Where the account view gets new traces from as they land. None yet: the typed API's streaming RPC (StreamTraces)
- * is not there; its client call goes here when it is (see live.ts).
- */
-const liveTraces: LiveTraces | undefined = undefined;
 
 const searchInput = el("input", {
   attrs: {
@@ -99,7 +92,7 @@ async function draw(view: View, signal: AbortSignal): Promise<void> {
         first,
         olderLink: account === undefined ? undefined : (token) => viewLink({ kind: "account", account, pageToken: token }, "Older traces →"),
         newestLink: account !== undefined && pageToken !== undefined ? viewLink({ kind: "account", account }, "← Newest traces") : undefined,
-        live: liveTraces,
+        live: liveAccountTraces,
         signal,
       });
       return;
