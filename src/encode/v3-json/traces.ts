@@ -5,8 +5,7 @@ import { messagesOf, type TransactionRow } from "../../db/transactions.ts";
 import { assembleTraceTree, transactionRowTreeView } from "../../handlers/trace-tree.ts";
 import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarning } from "../../handlers/traces.ts";
 import { jsonBytes } from "../../json-text.ts";
-import { presentMetadata } from "../../present/v3/trace.ts";
-import { presentAddressBook } from "../../present/v3/transaction.ts";
+import { tracesPageTail } from "../../present/v3/trace.ts";
 import { JsonPieces } from "./pieces.ts";
 import { writeTransaction } from "./transaction.ts";
 
@@ -113,10 +112,8 @@ export class TracesJsonEncoder implements TraceSink<Buffer[]> {
     }
   }
 
-  end({ addressBook, metadata, nextPageToken }: TracePageEnd): Buffer[] {
-    const book = JSON.stringify(presentAddressBook(addressBook));
-    const cursor = nextPageToken === "" ? "null" : JSON.stringify(nextPageToken);
-    this.#pieces.push(Buffer.from(`],"address_book":${book},"metadata":${JSON.stringify(presentMetadata(metadata))},"next_cursor":${cursor}}`));
+  end(end: TracePageEnd): Buffer[] {
+    this.#pieces.push(tracesPageTail(end));
     return this.#pieces;
   }
 }
