@@ -42,7 +42,9 @@ function where(url: string): string {
  * The kind of work a frame does, by where its code lives; undefined for frames that only pass work on (natives,
  * Node's internals, the event loop), which take the kind of the nearest caller that has one.
  */
-function kindOf(functionName: string, place: string): string | undefined {
+function kindOf(functionName: string, where: string): string | undefined {
+  // Another checkout's src/ (a base profiled beside this one) counts as src/ too.
+  const place = where.replace(/^.*?\/(?=src\/)/, "");
   if (functionName === "(garbage collector)") return "GC";
   if (functionName === "(idle)") return "idle";
   if (place === "postgres") return "driver (reading rows)";

@@ -7,6 +7,7 @@ import { loadConfig } from "../src/config.ts";
 import { type Database, databaseOptions, openDatabase } from "../src/db/client.ts";
 import { TracesJsonEncoder, writeTrace } from "../src/encode/v3-json/traces.ts";
 import { JsonPieces } from "../src/encode/v3-json/pieces.ts";
+import { quote, value } from "../src/encode/v3-json/transaction.ts";
 import { type LoadedTrace, streamTraces, type TracePageEnd, type TraceSink, traceOf, typedTraceSink } from "../src/handlers/traces.ts";
 import { jsonBytes } from "../src/json-text.ts";
 import { IndexLoader } from "../src/recordings/loader.ts";
@@ -97,6 +98,18 @@ async function compareEveryTrace(url: string, admin: TestDatabase["admin"], engi
   }
   return compared;
 }
+
+describe("the encoder's quoting", () => {
+  it("prints strings and scalars as JSON.stringify does, escaping what it escapes", () => {
+    const strings = ["", "0:ABCDEF", "say \"hi\"", "back\\slash", "tab\tnew\nline\u0000\u001f\u007f", "héllo ✓", "😀", "\ud83d", "x\udc00y", "\u2028"];
+    for (const text of strings) expect(quote(text), text).toBe(JSON.stringify(text));
+    for (const scalar of [0, -1, 1.5, 2 ** 53, Number.NaN, Number.POSITIVE_INFINITY, true, false, "12345"]) {
+      expect(value(scalar), String(scalar)).toBe(JSON.stringify(scalar));
+    }
+    expect(value(null)).toBe("null");
+    expect(value(undefined)).toBe("null");
+  });
+});
 
 describe("the v3 traces JSON encoder, on the recordings", () => {
   let db: TestDatabase;

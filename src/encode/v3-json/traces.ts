@@ -7,15 +7,11 @@ import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarni
 import { jsonBytes } from "../../json-text.ts";
 import { tracesPageTail } from "../../present/v3/trace.ts";
 import { JsonPieces } from "./pieces.ts";
-import { writeTransaction } from "./transaction.ts";
+import { quote, value, writeTransaction } from "./transaction.ts";
 
 // toncenter's v3 JSON of /api/v3/traces, written from the rows the data layer read (see LoadedTrace): the one place
 // where REST v3 prints a trace. Byte for byte what presentTracesResponse (src/present/v3/trace.ts) prints for the
 // same page through the typed API's objects; test/v3-json-encoder.test.ts holds the two equal.
-
-function value(v: string | number | null): string {
-  return v === null ? "null" : JSON.stringify(v);
-}
 
 /** The nested tree: children in trace order; [] for a leaf without outbound messages, null for one with. */
 function writeTree(out: JsonPieces, nodes: readonly TraceNode[], hasOutMsgs: (hash: string) => boolean): void {
@@ -25,8 +21,8 @@ function writeTree(out: JsonPieces, nodes: readonly TraceNode[], hasOutMsgs: (ha
   });
   const writeNode = (index: number): void => {
     const node = nodes[index] as TraceNode;
-    const inMsg = node.inMsgHash === undefined ? "" : `,"in_msg_hash":${JSON.stringify(node.inMsgHash)}`;
-    out.text(`{"tx_hash":${JSON.stringify(node.transactionHash)}${inMsg},"children":`);
+    const inMsg = node.inMsgHash === undefined ? "" : `,"in_msg_hash":${quote(node.inMsgHash)}`;
+    out.text(`{"tx_hash":${quote(node.transactionHash)}${inMsg},"children":`);
     const children = childIndexes[index] ?? [];
     if (children.length === 0) out.text(hasOutMsgs(node.transactionHash) ? "null}" : "[]}");
     else {
@@ -52,13 +48,13 @@ function transactionsByHash(rows: readonly TransactionRow[]): Map<string, Transa
 export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions: boolean): void {
   const { row, transactions } = loaded;
   out.text(
-    `{"trace_id":${JSON.stringify(row.trace_id)},"external_hash":${value(row.external_hash)},` +
-      `"mc_seqno_start":${row.mc_seqno_start === null ? "null" : JSON.stringify(String(row.mc_seqno_start))},` +
-      `"mc_seqno_end":${row.mc_seqno_end === null ? "null" : JSON.stringify(String(row.mc_seqno_end))},` +
+    `{"trace_id":${quote(row.trace_id)},"external_hash":${value(row.external_hash)},` +
+      `"mc_seqno_start":${row.mc_seqno_start === null ? "null" : quote(String(row.mc_seqno_start))},` +
+      `"mc_seqno_end":${row.mc_seqno_end === null ? "null" : quote(String(row.mc_seqno_end))},` +
       `"start_lt":${value(row.start_lt)},"start_utime":${value(row.start_utime)},"end_lt":${value(row.end_lt)},"end_utime":${value(row.end_utime)},` +
-      `"trace_info":{"trace_state":${JSON.stringify(row.state ?? "")},"messages":${JSON.stringify(Number(row.edges_ ?? "0"))},` +
+      `"trace_info":{"trace_state":${quote(row.state ?? "")},"messages":${JSON.stringify(Number(row.edges_ ?? "0"))},` +
       `"transactions":${JSON.stringify(Number(row.nodes_ ?? "0"))},"pending_messages":${JSON.stringify(Number(row.pending_edges_ ?? "0"))},` +
-      `"classification_state":${JSON.stringify(row.classification_state ?? "")}},"is_incomplete":${transactions === undefined}`,
+      `"classification_state":${quote(row.classification_state ?? "")}},"is_incomplete":${transactions === undefined}`,
   );
   if (transactions === undefined) {
     out.text(`,"warning":${JSON.stringify(traceTooLargeWarning)}${includeActions ? `,"actions":[]` : ""}}`);
@@ -76,11 +72,11 @@ export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions:
     writeTree(out, tree.nodes, (hash) => messagesOf(loaded.rowSet, byHash.get(hash) as TransactionRow).outMsgs.length > 0);
   }
   out.text(`,"transactions_order":[`);
-  transactions.forEach((tx, i) => out.text(i === 0 ? JSON.stringify(tx.hash) : `,${JSON.stringify(tx.hash)}`));
+  transactions.forEach((tx, i) => out.text(i === 0 ? quote(tx.hash) : `,${quote(tx.hash)}`));
   out.text(`],"transactions":{`);
   let first = true;
   for (const [hash, tx] of byHash) {
-    out.text(`${first ? "" : ","}${JSON.stringify(hash)}:`);
+    out.text(`${first ? "" : ","}${quote(hash)}:`);
     writeTransaction(out, loaded.rowSet, tx, loaded.bodies);
     first = false;
   }

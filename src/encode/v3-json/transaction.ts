@@ -20,14 +20,29 @@ import type { JsonPieces } from "./pieces.ts";
 // toncenter's order, an absent value null, except inside the description, where toncenter leaves a missing phase
 // or phase field out.
 
+/** Characters JSON.stringify escapes in a string (surrogates: the lone ones; any sends the string to it). */
+const escaped = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * A string as JSON.stringify prints it. Nearly every string here (hashes, addresses, amounts, statuses) needs no
+ * escaping, and quoting it directly was the encoder's largest cost when every value went through JSON.stringify.
+ */
+export function quote(text: string): string {
+  return escaped.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
 /** A JSON value: null for an absent one. */
-function value(v: string | number | boolean | null | undefined): string {
-  return v === null || v === undefined ? "null" : JSON.stringify(v);
+export function value(v: string | number | boolean | null | undefined): string {
+  if (v === null || v === undefined) return "null";
+  if (typeof v === "string") return quote(v);
+  // Numbers from the driver are finite; JSON prints the others as null.
+  if (typeof v === "number") return Number.isFinite(v) ? String(v) : "null";
+  return v ? "true" : "false";
 }
 
 /** `,"key":value`, or nothing for an absent value (a member toncenter leaves out). */
 function member(key: string, v: string | number | boolean | null | undefined): string {
-  return v === null || v === undefined ? "" : `,"${key}":${JSON.stringify(v)}`;
+  return v === null || v === undefined ? "" : `,"${key}":${value(v)}`;
 }
 
 /** An object of members written by `member`. */
@@ -41,11 +56,11 @@ function extraCurrenciesValue(json: ExtraCurrenciesJson): string {
 }
 
 function messageSize(cells: string | null, bits: string | null): string {
-  return cells === null || bits === null ? "" : `{"cells":${JSON.stringify(cells)},"bits":${JSON.stringify(bits)}}`;
+  return cells === null || bits === null ? "" : `{"cells":${quote(cells)},"bits":${quote(bits)}}`;
 }
 
 function description(row: TransactionRow): string {
-  let out = `{"type":${JSON.stringify(row.descr ?? "")}`;
+  let out = `{"type":${quote(row.descr ?? "")}`;
   out += member("aborted", row.aborted);
   out += member("destroyed", row.destroyed);
   out += member("credit_first", row.credit_first);
@@ -129,7 +144,7 @@ function accountState(hash: string | null, states: ReadonlyMap<string, AccountSt
   if (hash === null) return "null";
   const row = states.get(hash);
   return (
-    `{"hash":${JSON.stringify(hash)},"balance":${value(row?.balance)},` +
+    `{"hash":${quote(hash)},"balance":${value(row?.balance)},` +
     `"extra_currencies":${row === undefined ? "null" : extraCurrenciesValue(row.balance_extra_currencies)},` +
     `"account_status":${value(row?.account_status)},"frozen_hash":${value(row?.frozen_hash)},"data_hash":${value(row?.data_hash)},` +
     `"code_hash":${value(row?.code_hash)},"code_boc":null,"data_boc":null}`
@@ -139,7 +154,7 @@ function accountState(hash: string | null, states: ReadonlyMap<string, AccountSt
 function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
   const opcode = messageOpcode(row);
   out.text(
-    `{"hash":${JSON.stringify(row.msg_hash)},"source":${value(row.source)},"destination":${value(row.destination)},` +
+    `{"hash":${quote(row.msg_hash)},"source":${value(row.source)},"destination":${value(row.destination)},` +
       `"value":${value(row.value)},"value_extra_currencies":${extraCurrenciesValue(row.value_extra_currencies)},` +
       `"fwd_fee":${value(row.fwd_fee)},"ihr_fee":${value(row.ihr_fee)},"extra_flags":${value(row.extra_flags)},` +
       `"created_lt":${value(row.created_lt)},"created_at":${value(row.created_at)},"opcode":${value(presentOpcode(opcode))},` +
@@ -148,7 +163,7 @@ function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
   );
   if (row.body_hash === null) out.text("null");
   else {
-    out.text(`{"hash":${JSON.stringify(row.body_hash)},"body":${value(row.body)},"decoded":`);
+    out.text(`{"hash":${quote(row.body_hash)},"body":${value(row.body)},"decoded":`);
     // Toncenter decodes message bodies, never state inits. A decoded body is JSON text printed once per body.
     const decoded = bodies.decode(row.body_hash, row.body);
     if (decoded instanceof DecodedBody) out.raw(decoded.text.bytes);
@@ -156,9 +171,9 @@ function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
     out.text("}");
   }
   const initState =
-    row.init_state_hash === null ? "null" : `{"hash":${JSON.stringify(row.init_state_hash)},"body":${value(row.init_state_body)},"decoded":null}`;
+    row.init_state_hash === null ? "null" : `{"hash":${quote(row.init_state_hash)},"body":${value(row.init_state_body)},"decoded":null}`;
   const counterpart = value(row.counterpart_tx_hash);
-  const own = JSON.stringify(row.tx_hash);
+  const own = quote(row.tx_hash);
   out.text(
     `,"init_state":${initState}${member("hash_norm", row.msg_hash_norm)},` +
       `"in_msg_tx_hash":${row.direction === "out" ? counterpart : own},"out_msg_tx_hash":${row.direction === "in" ? counterpart : own}}`,
@@ -170,9 +185,9 @@ export function writeTransaction(out: JsonPieces, set: TransactionRowSet, row: T
   const blockRef =
     row.block_workchain === null || row.block_shard === null || row.block_seqno === null
       ? "null"
-      : `{"workchain":${row.block_workchain},"shard":${JSON.stringify(shardToUnsignedHex(row.block_shard))},"seqno":${row.block_seqno}}`;
+      : `{"workchain":${row.block_workchain},"shard":${quote(shardToUnsignedHex(row.block_shard))},"seqno":${row.block_seqno}}`;
   out.text(
-    `{"account":${JSON.stringify(row.account)},"hash":${JSON.stringify(row.hash)},"lt":${JSON.stringify(row.lt)},` +
+    `{"account":${quote(row.account)},"hash":${quote(row.hash)},"lt":${quote(row.lt)},` +
       `"now":${value(row.now)},"mc_block_seqno":${value(row.mc_block_seqno)}${member("trace_id", row.trace_id)},` +
       `"prev_trans_hash":${value(row.prev_trans_hash)},"prev_trans_lt":${value(row.prev_trans_lt)},` +
       `"orig_status":${value(row.orig_status)},"end_status":${value(row.end_status)},"total_fees":${value(row.total_fees)},` +
