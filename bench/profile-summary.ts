@@ -80,18 +80,22 @@ for (const file of positionals) {
     // Inclusive time of project functions (src/, gen/): each distinct frame once per sample stack.
     const seen = new Set<string>();
     let kind: string | undefined;
+    let startUp = false;
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const cf = byId.get(cur)?.callFrame;
       if (cf === undefined) break;
       const w = where(cf.url);
       kind ??= kindOf(cf.functionName, w);
+      // Building the server (the body decoder's schema compiled at start) is no request's work.
+      if (cf.functionName === "createServer" && w.endsWith("src/server.ts")) startUp = true;
       if (!w.startsWith("src/")) continue;
       const key = `${cf.functionName || "(anonymous)"} ${w}:${cf.lineNumber + 1}`;
       if (seen.has(key)) continue;
       seen.add(key);
       inclusive.set(key, (inclusive.get(key) ?? 0) + us);
     }
-    kind ??= "other (HTTP, start-up, ...)";
+    if (startUp) kind = "start-up";
+    kind ??= "other (HTTP, event loop, ...)";
     byKind.set(kind, (byKind.get(kind) ?? 0) + us);
   }
   const busyUs = totalUs - (byKind.get("idle") ?? 0);
