@@ -1,10 +1,15 @@
 // Summarises a V8 .cpuprofile (from `npm run bench -- --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=DIR`):
-// self time by function and by package or source file, and total (inclusive) time of the project's own functions.
+// self time by function and by package or source file, total (inclusive) time of the project's own functions, and
+// the busy time's shares by kind of work (GC, driver parsing, building objects from rows, JSON, protobuf, ...).
 //
 //   node bench/profile-summary.ts DIR/CPU.*.cpuprofile [--top 25]
 
 import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+
+/** The checkout this script belongs to, so that its src/ is recognised in whichever worktree profiled it. */
+const projectRoot = fileURLToPath(new URL("..", import.meta.url));
 
 interface ProfileNode {
   id: number;
@@ -27,10 +32,27 @@ function where(url: string): string {
     const rest = url.slice(nm + "node_modules/".length).split("/");
     return rest[0]?.startsWith("@") ? `${rest[0]}/${rest[1]}` : (rest[0] ?? url);
   }
-  const project = url.indexOf("/work/main/");
-  if (project >= 0) return url.slice(project + "/work/main/".length);
+  const path = url.replace(/^file:\/\//, "");
+  if (path.startsWith(projectRoot)) return path.slice(projectRoot.length);
   if (url.startsWith("node:")) return url;
   return url.replace(/^file:\/\//, "");
+}
+
+/**
+ * The kind of work a frame does, by where its code lives; undefined for frames that only pass work on (natives,
+ * Node's internals, the event loop), which take the kind of the nearest caller that has one.
+ */
+function kindOf(functionName: string, where: string): string | undefined {
+  // Another checkout's src/ (a base profiled beside this one) counts as src/ too.
+  const place = where.replace(/^.*?\/(?=src\/)/, "");
+  if (functionName === "(garbage collector)") return "GC";
+  if (functionName === "(idle)") return "idle";
+  if (place === "postgres") return "driver (reading rows)";
+  if (place === "@bufbuild/protobuf" || place.startsWith("src/present/proto/") || place.startsWith("src/encode/proto")) return "protobuf";
+  if (place === "src/json-text.ts" || place.startsWith("src/present/v") || place.startsWith("src/encode/v")) return "JSON (presenting, stringifying)";
+  if (place.startsWith("src/db/") || place.startsWith("src/handlers/")) return "objects from rows (scan, assemble)";
+  if (place.startsWith("src/decoding/") || place === "ohm-js" || place === "@ton-community/tlb-parser") return "body decoding";
+  return undefined;
 }
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: "string" } } });
@@ -47,6 +69,7 @@ for (const file of positionals) {
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  const byKind = new Map<string, number>();
   for (const [id, us] of self) {
     const node = byId.get(id);
     if (node === undefined) continue;
@@ -56,17 +79,27 @@ for (const file of positionals) {
     byPlace.set(where(f.url), (byPlace.get(where(f.url)) ?? 0) + us);
     // Inclusive time of project functions (src/, gen/): each distinct frame once per sample stack.
     const seen = new Set<string>();
+    let kind: string | undefined;
+    let startUp = false;
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const cf = byId.get(cur)?.callFrame;
       if (cf === undefined) break;
       const w = where(cf.url);
+      kind ??= kindOf(cf.functionName, w);
+      // Building the server (the body decoder's schema compiled at start) is no request's work.
+      if (cf.functionName === "createServer" && w.endsWith("src/server.ts")) startUp = true;
       if (!w.startsWith("src/")) continue;
       const key = `${cf.functionName || "(anonymous)"} ${w}:${cf.lineNumber + 1}`;
       if (seen.has(key)) continue;
       seen.add(key);
       inclusive.set(key, (inclusive.get(key) ?? 0) + us);
     }
+    if (startUp) kind = "start-up";
+    kind ??= "other (HTTP, event loop, ...)";
+    byKind.set(kind, (byKind.get(kind) ?? 0) + us);
   }
+  const busyUs = totalUs - (byKind.get("idle") ?? 0);
+  byKind.delete("idle");
   const pct = (us: number) => `${((100 * us) / totalUs).toFixed(1).padStart(5)}%`;
   const print = (title: string, map: Map<string, number>) => {
     process.stdout.write(`\n${title}\n`);
@@ -76,4 +109,8 @@ for (const file of positionals) {
   print("self time by package / file", byPlace);
   print("self time by function", byFunction);
   print("inclusive time of src/ functions", inclusive);
+  process.stdout.write(`\nshares of the busy time (${(busyUs / 1e6).toFixed(1)} s, idle left out); a native frame counts as its caller's kind\n`);
+  for (const [k, us] of [...byKind].sort((a, b) => b[1] - a[1])) {
+    process.stdout.write(`  ${((100 * us) / busyUs).toFixed(1).padStart(5)}% ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}\n`);
+  }
 }

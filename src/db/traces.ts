@@ -1,7 +1,15 @@
 import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { BodyDecoding } from "../decoding/page-bodies.ts";
-import { assembleTransactions, selectMessageRows, selectStateRows, selectTransactionRows, type TransactionRow } from "./transactions.ts";
+import {
+  scanTransactionRows,
+  selectMessageRows,
+  selectStateRows,
+  selectTransactionRows,
+  type TransactionRow,
+  type TransactionRowSet,
+  transactionRowSet,
+} from "./transactions.ts";
 
 // Trace selection as toncenter does it. By account: a semi-join, so PostgreSQL can drive the query either from the
 // page order (traces_index_3/4) or from the account's transactions, whichever the statistics say is cheaper, and
@@ -145,17 +153,22 @@ function afterPosition(sql: Sql, key: ReturnType<Sql>, position: TracePosition, 
   return ascending ? sql`(${bound} or ${key} is null)` : bound;
 }
 
-/**
- * Every transaction of the given traces, in trace order (lt, then account), as toncenter lists them; their states and
- * messages are read by trace id beside the rows, in the same round.
- */
+/** Every transaction of the given traces, in trace order, as Transactions (see selectTraceTransactionRows). */
 export async function selectTraceTransactions(
   sql: Sql,
   signal: AbortSignal,
   traceIds: readonly string[],
   bodies: BodyDecoding,
 ): Promise<Transaction[]> {
-  if (traceIds.length === 0) return [];
+  return scanTransactionRows(await selectTraceTransactionRows(sql, signal, traceIds), bodies);
+}
+
+/**
+ * The rows of every transaction of the given traces, in trace order (lt, then account), as toncenter lists them;
+ * their states and messages are read by trace id beside them, in the same round.
+ */
+export async function selectTraceTransactionRows(sql: Sql, signal: AbortSignal, traceIds: readonly string[]): Promise<TransactionRowSet> {
+  if (traceIds.length === 0) return transactionRowSet([], [], []);
   const owners = { traceIds };
   const [rows, states, messages] = await Promise.all([
     runQuery(
@@ -170,5 +183,5 @@ export async function selectTraceTransactions(
     selectStateRows(sql, signal, owners),
     selectMessageRows(sql, signal, owners),
   ]);
-  return assembleTransactions(rows, states, messages, bodies);
+  return transactionRowSet(rows, states, messages);
 }

@@ -133,6 +133,42 @@ async function completeTransactions(
   return assembleTransactions(rows, states, messages, bodies);
 }
 
+/**
+ * Transaction rows with the rows nested in them (account states, messages), as read: what the wire encoders write
+ * from (src/encode/), and what scanTransactionRow turns into a Transaction for the typed API.
+ */
+export interface TransactionRowSet {
+  rows: readonly TransactionRow[];
+  stateByHash: ReadonlyMap<string, AccountStateRow>;
+  messagesByTx: ReadonlyMap<string, TransactionMessages>;
+}
+
+export function transactionRowSet(
+  rows: readonly TransactionRow[],
+  states: readonly AccountStateRow[],
+  messages: readonly MessageRow[],
+): TransactionRowSet {
+  return { rows, stateByHash: new Map(states.map((s) => [s.hash, s])), messagesByTx: groupMessages(messages) };
+}
+
+const noMessages: TransactionMessages = { inMsg: undefined, outMsgs: [] };
+
+/** The in message and out messages of one of the set's transactions. */
+export function messagesOf(set: TransactionRowSet, row: TransactionRow): TransactionMessages {
+  return set.messagesByTx.get(row.hash) ?? noMessages;
+}
+
+/** One of the set's transactions as the typed API's Transaction. */
+export function scanTransactionRow(set: TransactionRowSet, row: TransactionRow, bodies: BodyDecoding): Transaction {
+  const own = messagesOf(set, row);
+  return scanTransaction(row, {
+    before: accountState(row.account_state_hash_before, set.stateByHash),
+    after: accountState(row.account_state_hash_after, set.stateByHash),
+    inMsg: own.inMsg === undefined ? undefined : scanMessage(own.inMsg, bodies),
+    outMsgs: own.outMsgs.map((message) => scanMessage(message, bodies)),
+  });
+}
+
 /** Transaction rows with their states and messages, as Transactions in the rows' order. */
 export function assembleTransactions(
   rows: readonly TransactionRow[],
@@ -140,18 +176,24 @@ export function assembleTransactions(
   messages: readonly MessageRow[],
   bodies: BodyDecoding,
 ): Promise<Transaction[]> {
-  const stateByHash = new Map(states.map((s) => [s.hash, s]));
-  const messagesByTx = groupMessages(messages);
-  const scan = (message: MessageRow) => scanMessage(message, bodies);
-  return mapInSlices(rows, transactionsPerSlice, (row) => {
-    const own = messagesByTx.get(row.hash);
-    return scanTransaction(row, {
-      before: accountState(row.account_state_hash_before, stateByHash),
-      after: accountState(row.account_state_hash_after, stateByHash),
-      inMsg: own?.inMsg === undefined ? undefined : scan(own.inMsg),
-      outMsgs: own?.outMsgs.map(scan) ?? [],
-    });
-  });
+  return scanTransactionRows(transactionRowSet(rows, states, messages), bodies);
+}
+
+/** Every transaction of the set as Transactions, in the rows' order. */
+export function scanTransactionRows(set: TransactionRowSet, bodies: BodyDecoding): Promise<Transaction[]> {
+  return mapInSlices(set.rows, transactionsPerSlice, (row) => scanTransactionRow(set, row, bodies));
+}
+
+/** The addresses a page's address book must cover for these transactions: accounts, senders, receivers. */
+export function transactionRowAddresses(set: TransactionRowSet): string[] {
+  const addresses: string[] = [];
+  for (const row of set.rows) {
+    addresses.push(row.account);
+    const own = messagesOf(set, row);
+    if (own.inMsg?.source != null) addresses.push(own.inMsg.source);
+    for (const out of own.outMsgs) if (out.destination !== null) addresses.push(out.destination);
+  }
+  return addresses;
 }
 
 /**
@@ -247,7 +289,7 @@ export function groupMessages(rows: readonly MessageRow[]): Map<string, Transact
   return byTx;
 }
 
-function extraCurrencies(json: ExtraCurrenciesJson): ExtraCurrencies | undefined {
+export function extraCurrencies(json: ExtraCurrenciesJson): ExtraCurrencies | undefined {
   if (json === null) return undefined;
   const amounts: Record<number, string> = {};
   for (const [id, amount] of Object.entries(json)) amounts[Number(id)] = String(amount);
@@ -276,8 +318,7 @@ function messageBody(hash: string | null, body: string | null, decoded: DecodedC
 }
 
 function scanMessage(row: MessageRow, bodies: BodyDecoding): Message {
-  // The index stores the first 32 bits of the body as a signed int.
-  const opcode = row.opcode === null ? undefined : row.opcode >>> 0;
+  const opcode = messageOpcode(row);
   return {
     $typeName: "tonquery.v1.Message",
     hash: row.msg_hash,
@@ -316,16 +357,25 @@ function messageSize(cells: string | null, bits: string | null) {
   return cells === null || bits === null ? undefined : { cells, bits };
 }
 
-function scanTransaction(row: TransactionRow, nested: Nested): Transaction {
-  // Old worker versions wrote gas fees and gas used the wrong way round, and toncenter swaps them back when
-  // fees < used. Paid gas always costs more than one unit per unit, so that holds; but system transactions
-  // use gas for free, and swapping their zero fees would corrupt them (older toncenter left them alone).
-  let gasFees = row.compute_gas_fees;
-  let gasUsed = row.compute_gas_used;
-  if (gasFees !== null && gasUsed !== null && gasFees !== "0" && BigInt(gasFees) < BigInt(gasUsed)) {
-    [gasFees, gasUsed] = [gasUsed, gasFees];
-  }
+/**
+ * Gas fees and gas used as toncenter prints them. Old worker versions wrote them the wrong way round, and toncenter
+ * swaps them back when fees < used. Paid gas always costs more than one unit per unit, so that holds; but system
+ * transactions use gas for free, and swapping their zero fees would corrupt them (older toncenter left them alone).
+ */
+export function computeGas(row: TransactionRow): { gasFees: string | null; gasUsed: string | null } {
+  const fees = row.compute_gas_fees;
+  const used = row.compute_gas_used;
+  if (fees !== null && used !== null && fees !== "0" && BigInt(fees) < BigInt(used)) return { gasFees: used, gasUsed: fees };
+  return { gasFees: fees, gasUsed: used };
+}
 
+/** The index stores the first 32 bits of a body as a signed int; the API shows them unsigned. */
+export function messageOpcode(row: MessageRow): number | undefined {
+  return row.opcode === null ? undefined : row.opcode >>> 0;
+}
+
+function scanTransaction(row: TransactionRow, nested: Nested): Transaction {
+  const { gasFees, gasUsed } = computeGas(row);
   return create(TransactionSchema, {
     account: row.account,
     hash: row.hash,

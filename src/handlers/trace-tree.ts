@@ -1,5 +1,6 @@
 import type { TraceNode } from "../../gen/tonquery/v1/trace_pb.ts";
 import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
+import { messagesOf, type TransactionRow, type TransactionRowSet } from "../db/transactions.ts";
 
 export const missingNodeWarning = "missing node in trace found";
 
@@ -9,12 +10,47 @@ export interface TraceTree {
   warning: string | undefined;
 }
 
+/** What the tree needs of a transaction, whatever form it is in (a Transaction, or the rows it is read from). */
+export interface TraceTreeView<T> {
+  hash(tx: T): string;
+  lt(tx: T): string;
+  now(tx: T): number | undefined;
+  aborted(tx: T): boolean | undefined;
+  inMsgHash(tx: T): string | undefined;
+  outMsgHashes(tx: T): Iterable<string>;
+}
+
+export const transactionTreeView: TraceTreeView<Transaction> = {
+  hash: (tx) => tx.hash,
+  lt: (tx) => tx.lt,
+  now: (tx) => tx.now,
+  aborted: (tx) => tx.description?.aborted,
+  inMsgHash: (tx) => tx.inMsg?.hash,
+  *outMsgHashes(tx) {
+    for (const out of tx.outMsgs) yield out.hash;
+  },
+};
+
+/** The tree's view of transactions still in the rows they were read as. */
+export function transactionRowTreeView(set: TransactionRowSet): TraceTreeView<TransactionRow> {
+  return {
+    hash: (row) => row.hash,
+    lt: (row) => row.lt,
+    now: (row) => row.now ?? undefined,
+    aborted: (row) => row.aborted ?? undefined,
+    inMsgHash: (row) => messagesOf(set, row).inMsg?.msg_hash,
+    *outMsgHashes(row) {
+      for (const out of messagesOf(set, row).outMsgs) yield out.msg_hash;
+    },
+  };
+}
+
 /**
  * Links a trace's transactions (in trace order) into toncenter's tree: a transaction is the child of the one
  * whose outbound message it received; the first transaction that is nobody's child is the root, and any later
  * one is a missing-node warning and stays out of the tree, with everything below it.
  */
-export function assembleTraceTree(transactions: readonly Transaction[]): TraceTree {
+export function assembleTraceTree<T>(transactions: readonly T[], view: TraceTreeView<T>): TraceTree {
   const senderOf = new Map<string, number>();
   const parents: (number | undefined)[] = [];
   const inTree: boolean[] = [];
@@ -22,7 +58,7 @@ export function assembleTraceTree(transactions: readonly Transaction[]): TraceTr
   let warning: string | undefined;
 
   transactions.forEach((tx, index) => {
-    const inHash = tx.inMsg?.hash;
+    const inHash = view.inMsgHash(tx);
     const parent = inHash === undefined ? undefined : senderOf.get(inHash);
     if (parent !== undefined && inHash !== undefined) {
       senderOf.delete(inHash);
@@ -35,7 +71,7 @@ export function assembleTraceTree(transactions: readonly Transaction[]): TraceTr
       inTree.push(false);
     }
     parents.push(parent);
-    for (const out of tx.outMsgs) senderOf.set(out.hash, index);
+    for (const out of view.outMsgHashes(tx)) senderOf.set(out, index);
   });
 
   const position = new Map<number, number>();
@@ -46,12 +82,12 @@ export function assembleTraceTree(transactions: readonly Transaction[]): TraceTr
     const parent = parents[index];
     nodes.push({
       $typeName: "tonquery.v1.TraceNode",
-      transactionHash: tx.hash,
-      inMsgHash: tx.inMsg?.hash,
+      transactionHash: view.hash(tx),
+      inMsgHash: view.inMsgHash(tx),
       parent: parent === undefined ? undefined : position.get(parent),
-      transactionLt: tx.lt,
-      transactionNow: tx.now,
-      transactionAborted: tx.description?.aborted,
+      transactionLt: view.lt(tx),
+      transactionNow: view.now(tx),
+      transactionAborted: view.aborted(tx),
     });
   });
   return { nodes, warning };

@@ -15,16 +15,16 @@ import { selectAddressBook } from "../db/address-book.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
-import { pageBodyDecoding } from "../decoding/page-bodies.ts";
-import { masterchainBlockExists, selectTraceRows, selectTraceTransactions, type TraceFilter, type TraceRow, tracePosition } from "../db/traces.ts";
+import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
+import { masterchainBlockExists, selectTraceRows, selectTraceTransactionRows, type TraceFilter, type TraceRow, tracePosition } from "../db/traces.ts";
+import { scanTransactionRow, type TransactionRow, transactionRowAddresses, type TransactionRowSet } from "../db/transactions.ts";
 import { type HeldSlots, transactionsWeight } from "../service/admission.ts";
 import { forEachSlice } from "../runtime/event-loop.ts";
 import type { ServiceDeps } from "../service/deps.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
-import { transactionAddresses } from "./adjacent-transactions.ts";
 import { decodeTraceCursor, encodeTraceCursor, traceCursorScope } from "./trace-cursor.ts";
-import { assembleTraceTree } from "./trace-tree.ts";
+import { assembleTraceTree, transactionTreeView } from "./trace-tree.ts";
 import { distinctValues, invalidParameter, isStorableText } from "./validation.ts";
 
 export const traceTooLargeWarning = "trace is too large";
@@ -38,20 +38,45 @@ const tracesPerSlice = 1;
 /** What follows a page's traces. */
 export type TracePageEnd = Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">;
 
+/**
+ * One trace of a page as the data layer read it: its header row and, unless it is over MAX_TRACE_TRANSACTIONS (a
+ * header only), the rows of its transactions, with the chunk's row set their states and messages are found in.
+ * Each wire format writes from this: REST JSON directly (src/encode/v3-json/), the typed API through traceOf.
+ */
+export interface LoadedTrace {
+  row: TraceRow;
+  transactions: readonly TransactionRow[] | undefined;
+  rowSet: TransactionRowSet;
+  actions: TraceAction[];
+  bodies: BodyDecoding;
+}
+
 /** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
 export interface TraceSink<T> {
-  traces(chunk: readonly Trace[]): void;
+  traces(chunk: readonly LoadedTrace[]): void;
   end(end: TracePageEnd): T;
+}
+
+/** A loaded trace as the typed API's Trace. */
+export function traceOf(loaded: LoadedTrace): Trace {
+  if (loaded.transactions === undefined) return incompleteTrace(loaded.row);
+  const transactions = loaded.transactions.map((row) => scanTransactionRow(loaded.rowSet, row, loaded.bodies));
+  return completeTrace(loaded.row, transactions, loaded.actions);
+}
+
+/** A sink of the typed API's Traces (the RPC doors' writers), fed with each loaded trace turned into one. */
+export function typedTraceSink<T>(inner: { traces(chunk: readonly Trace[]): void; end(end: TracePageEnd): T }): TraceSink<T> {
+  return { traces: (chunk) => inner.traces(chunk.map(traceOf)), end: (end) => inner.end(end) };
 }
 
 export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext, slots?: HeldSlots): Promise<GetTracesResponse> {
   const traces: Trace[] = [];
-  const sink: TraceSink<GetTracesResponse> = {
+  const sink = typedTraceSink({
     traces: (chunk) => {
       for (const trace of chunk) traces.push(trace);
     },
     end: (end) => create(GetTracesResponseSchema, { traces, ...end }),
-  };
+  });
   return streamTraces(deps, request, context, sink, slots);
 }
 
@@ -99,13 +124,13 @@ export async function streamTraces<T>(
   const bodies = pageBodyDecoding(config);
   const loadChunk = async (chunkRows: readonly TraceRow[]) => {
     const loadable = chunkRows.filter(isLoadable).map((row) => row.trace_id);
-    const [transactions, actions] = await Promise.all([
-      selectTraceTransactions(sql, context.signal, loadable, bodies),
+    const [rowSet, actions] = await Promise.all([
+      selectTraceTransactionRows(sql, context.signal, loadable),
       actionTypes !== undefined && loadable.length > 0
         ? selectTraceActionRows(sql, context.signal, loadable, actionTypes).then((rows) => traceActions(rows, { testnet: config.testnet }))
         : new Map<string, TraceAction[]>(),
     ]);
-    return { chunkRows, loadable, transactions, actions };
+    return { chunkRows, loadable, rowSet, actions };
   };
 
   const chunks: TraceRow[][] = [];
@@ -116,13 +141,13 @@ export async function streamTraces<T>(
   let lookups: ReturnType<typeof lookUpAddresses> | undefined;
   let next = chunks.length > 0 ? loadChunk(chunks[0] as TraceRow[]) : undefined;
   for (let i = 0; next !== undefined; i++) {
-    const { chunkRows, loadable, transactions, actions } = await next;
+    const { chunkRows, loadable, rowSet, actions } = await next;
     const following = chunks[i + 1];
     next = following === undefined ? undefined : loadChunk(following);
     // Should this chunk fail to build, the read already under way must not surface as an unhandled rejection.
     next?.catch(() => {});
 
-    for (const address of transactionAddresses(transactions)) addresses.add(address);
+    for (const address of transactionRowAddresses(rowSet)) addresses.add(address);
     for (const list of actions.values()) for (const action of list) for (const address of actionAddresses(action)) addresses.add(address);
     if (next === undefined) {
       // The page's addresses are all known once its last chunk is read: their lookups run while that chunk is built.
@@ -130,20 +155,22 @@ export async function streamTraces<T>(
       lookups.catch(() => {});
     }
 
-    const transactionsByTrace = new Map<string, Transaction[]>();
-    for (const tx of transactions) {
-      const list = transactionsByTrace.get(tx.traceId ?? "");
+    const transactionsByTrace = new Map<string, TransactionRow[]>();
+    for (const tx of rowSet.rows) {
+      const list = transactionsByTrace.get(tx.trace_id ?? "");
       if (list) list.push(tx);
-      else transactionsByTrace.set(tx.traceId ?? "", [tx]);
+      else transactionsByTrace.set(tx.trace_id ?? "", [tx]);
     }
     const loaded = new Set(loadable);
     await forEachSlice(chunkRows, tracesPerSlice, (slice) =>
       sink.traces(
-        slice.map((row) =>
-          loaded.has(row.trace_id)
-            ? completeTrace(row, transactionsByTrace.get(row.trace_id) ?? [], actions.get(row.trace_id) ?? [])
-            : incompleteTrace(row),
-        ),
+        slice.map((row) => ({
+          row,
+          transactions: loaded.has(row.trace_id) ? (transactionsByTrace.get(row.trace_id) ?? []) : undefined,
+          rowSet,
+          actions: actions.get(row.trace_id) ?? [],
+          bodies,
+        })),
       ),
     );
   }
@@ -235,7 +262,7 @@ export function incompleteTrace(row: TraceRow): Trace {
 }
 
 export function completeTrace(row: TraceRow, transactions: Transaction[], actions: TraceAction[]): Trace {
-  const tree = assembleTraceTree(transactions);
+  const tree = assembleTraceTree(transactions, transactionTreeView);
   return create(TraceSchema, {
     ...traceHeader(row),
     isIncomplete: false,

@@ -3,8 +3,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import fresh from "fresh";
 import type { GetTracesRequest } from "../../gen/tonquery/v1/service_pb.ts";
-import type { Trace } from "../../gen/tonquery/v1/trace_pb.ts";
-import type { TracePageEnd, TraceSink } from "../handlers/traces.ts";
+import type { LoadedTrace, TracePageEnd, TraceSink } from "../handlers/traces.ts";
 import { parseHash } from "../ton/hash.ts";
 
 // HTTP caching of the REST door's answers: what a shared cache (a CDN, a reverse proxy) or a browser may keep, and
@@ -101,15 +100,14 @@ export class TracePageFinality<T> implements TraceSink<T> {
         : undefined;
   }
 
-  traces(chunk: readonly Trace[]): void {
-    for (const trace of chunk) {
+  traces(chunk: readonly LoadedTrace[]): void {
+    for (const { row, transactions } of chunk) {
       this.#traces++;
-      const info = trace.traceInfo;
       const settled =
-        !trace.isIncomplete && info?.traceState === "complete" && BigInt(info.pendingMessages || "0") === 0n && info.classificationState === "ok";
+        transactions !== undefined && row.state === "complete" && BigInt(row.pending_edges_ || "0") === 0n && row.classification_state === "ok";
       if (!settled) this.#final = false;
-      if (this.#wanted?.kind === "trace") this.#found.add(trace.traceId);
-      else if (this.#wanted?.kind === "transaction") for (const tx of trace.transactions) this.#found.add(tx.hash);
+      if (this.#wanted?.kind === "trace") this.#found.add(row.trace_id);
+      else if (this.#wanted?.kind === "transaction") for (const tx of transactions ?? []) this.#found.add(tx.hash);
     }
     this.#inner.traces(chunk);
   }

@@ -10,7 +10,7 @@ import { jsonBytes } from "../present/json-text.ts";
 import { nameRequest } from "../observability/request-context.ts";
 import { presentBlockTransactionsExt } from "../present/v2/block-transactions.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
-import { TracesJsonWriter } from "../present/v3/trace.ts";
+import { TracesJsonEncoder } from "../encode/v3-json/traces.ts";
 import { presentTransactionsResponse } from "../present/v3/transaction.ts";
 import type { TonQueryServiceImpl } from "../service/service.ts";
 import { cacheControl, entityTag, notModified, TracePageFinality } from "./caching.ts";
@@ -107,7 +107,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         async handle(query, context) {
           const request = tracesQuery(query);
           let page: TracePageFinality<Buffer[]> | undefined;
-          const body = await service.getTracesInto(request, context, () => (page = new TracePageFinality(request, new TracesJsonWriter(request))));
+          const body = await service.getTracesInto(request, context, () => (page = new TracePageFinality(request, new TracesJsonEncoder(request))));
           return { body, cacheControl: (page as TracePageFinality<Buffer[]>).cacheControl() };
         },
       },

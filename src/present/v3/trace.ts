@@ -87,6 +87,9 @@ export function presentMetadata(metadata: Record<string, AddressMetadata>): Reco
 }
 
 /**
+ * The reference of REST's traces JSON since the service writes it from rows (src/encode/v3-json/traces.ts, held
+ * equal to this by test/v3-json-encoder.test.ts); the live streams' JSON still comes from presentTrace.
+ *
  * The JSON of presentTracesResponse, serialised a chunk of traces at a time as UTF-8 pieces: a page of 1000
  * traces never exists as one object tree or one string (which V8 keeps as two bytes per character as soon as one
  * comment is not ASCII). The pieces concatenated are byte for byte JSON.stringify(presentTracesResponse(...)).
@@ -112,12 +115,17 @@ export class TracesJsonWriter {
     }
   }
 
-  end({ addressBook, metadata, nextPageToken }: Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">): Buffer[] {
-    const book = JSON.stringify(presentAddressBook(addressBook));
-    const cursor = JSON.stringify(presentNextCursor(nextPageToken));
-    this.#pieces.push(Buffer.from(`],"address_book":${book},"metadata":${JSON.stringify(presentMetadata(metadata))},"next_cursor":${cursor}}`));
+  end(end: Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">): Buffer[] {
+    this.#pieces.push(tracesPageTail(end));
     return this.#pieces;
   }
+}
+
+/** What closes a page's JSON after its last trace: the list, then the address book, the metadata and the cursor. */
+export function tracesPageTail({ addressBook, metadata, nextPageToken }: Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">): Buffer {
+  const book = JSON.stringify(presentAddressBook(addressBook));
+  const cursor = JSON.stringify(presentNextCursor(nextPageToken));
+  return Buffer.from(`],"address_book":${book},"metadata":${JSON.stringify(presentMetadata(metadata))},"next_cursor":${cursor}}`);
 }
 
 export function presentTracesResponse(response: GetTracesResponse, request: GetTracesRequest): Json {

@@ -1,0 +1,115 @@
+import type { GetTracesRequest } from "../../../gen/tonquery/v1/service_pb.ts";
+import type { TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
+import { presentAction } from "../../actions/present.ts";
+import { messagesOf, type TransactionRow } from "../../db/transactions.ts";
+import { assembleTraceTree, transactionRowTreeView } from "../../handlers/trace-tree.ts";
+import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarning } from "../../handlers/traces.ts";
+import { jsonBytes } from "../../present/json-text.ts";
+import { tracesPageTail } from "../../present/v3/trace.ts";
+import { JsonPieces } from "./pieces.ts";
+import { quote, value, writeTransaction } from "./transaction.ts";
+
+// toncenter's v3 JSON of /api/v3/traces, written from the rows the data layer read (see LoadedTrace): the one place
+// where REST v3 prints a trace. Byte for byte what presentTracesResponse (src/present/v3/trace.ts) prints for the
+// same page through the typed API's objects; test/v3-json-encoder.test.ts holds the two equal.
+
+/** The nested tree: children in trace order; [] for a leaf without outbound messages, null for one with. */
+function writeTree(out: JsonPieces, nodes: readonly TraceNode[], hasOutMsgs: (hash: string) => boolean): void {
+  const childIndexes = nodes.map((): number[] => []);
+  nodes.forEach((node, index) => {
+    if (node.parent !== undefined) childIndexes[node.parent]?.push(index);
+  });
+  const writeNode = (index: number): void => {
+    const node = nodes[index] as TraceNode;
+    const inMsg = node.inMsgHash === undefined ? "" : `,"in_msg_hash":${quote(node.inMsgHash)}`;
+    out.text(`{"tx_hash":${quote(node.transactionHash)}${inMsg},"children":`);
+    const children = childIndexes[index] ?? [];
+    if (children.length === 0) out.text(hasOutMsgs(node.transactionHash) ? "null}" : "[]}");
+    else {
+      out.text("[");
+      children.forEach((child, i) => {
+        if (i > 0) out.text(",");
+        writeNode(child);
+      });
+      out.text("]}");
+    }
+  };
+  writeNode(0);
+}
+
+/** The trace's transactions by hash; a hash met twice keeps its first place and its last transaction. */
+function transactionsByHash(rows: readonly TransactionRow[]): Map<string, TransactionRow> {
+  const byHash = new Map<string, TransactionRow>();
+  for (const row of rows) byHash.set(row.hash, row);
+  return byHash;
+}
+
+/** One trace as toncenter's v3 JSON object, written into `out`. */
+export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions: boolean): void {
+  const { row, transactions } = loaded;
+  out.text(
+    `{"trace_id":${quote(row.trace_id)},"external_hash":${value(row.external_hash)},` +
+      `"mc_seqno_start":${row.mc_seqno_start === null ? "null" : quote(String(row.mc_seqno_start))},` +
+      `"mc_seqno_end":${row.mc_seqno_end === null ? "null" : quote(String(row.mc_seqno_end))},` +
+      `"start_lt":${value(row.start_lt)},"start_utime":${value(row.start_utime)},"end_lt":${value(row.end_lt)},"end_utime":${value(row.end_utime)},` +
+      `"trace_info":{"trace_state":${quote(row.state ?? "")},"messages":${JSON.stringify(Number(row.edges_ ?? "0"))},` +
+      `"transactions":${JSON.stringify(Number(row.nodes_ ?? "0"))},"pending_messages":${JSON.stringify(Number(row.pending_edges_ ?? "0"))},` +
+      `"classification_state":${quote(row.classification_state ?? "")}},"is_incomplete":${transactions === undefined}`,
+  );
+  if (transactions === undefined) {
+    out.text(`,"warning":${JSON.stringify(traceTooLargeWarning)}${includeActions ? `,"actions":[]` : ""}}`);
+    return;
+  }
+  const tree = assembleTraceTree(transactions, transactionRowTreeView(loaded.rowSet));
+  if (tree.warning !== undefined) out.text(`,"warning":${JSON.stringify(tree.warning)}`);
+  if (includeActions) {
+    out.text(`,"actions":`);
+    out.raw(jsonBytes(loaded.actions.map(presentAction)));
+  }
+  const byHash = transactionsByHash(transactions);
+  if (tree.nodes.length > 0) {
+    out.text(`,"trace":`);
+    writeTree(out, tree.nodes, (hash) => messagesOf(loaded.rowSet, byHash.get(hash) as TransactionRow).outMsgs.length > 0);
+  }
+  out.text(`,"transactions_order":[`);
+  transactions.forEach((tx, i) => out.text(i === 0 ? quote(tx.hash) : `,${quote(tx.hash)}`));
+  out.text(`],"transactions":{`);
+  let first = true;
+  for (const [hash, tx] of byHash) {
+    out.text(`${first ? "" : ","}${quote(hash)}:`);
+    writeTransaction(out, loaded.rowSet, tx, loaded.bodies);
+    first = false;
+  }
+  out.text("}}");
+}
+
+const comma = Buffer.from(",");
+
+/**
+ * The body of an /api/v3/traces answer, written a trace at a time as UTF-8 pieces while the page is loaded: a page of
+ * 1000 traces never exists as objects or as one string, and no Transaction is built for it.
+ */
+export class TracesJsonEncoder implements TraceSink<Buffer[]> {
+  readonly #pieces: Buffer[] = [Buffer.from('{"traces":[')];
+  readonly #out = new JsonPieces();
+  readonly #includeActions: boolean;
+  #first = true;
+
+  constructor(request: GetTracesRequest) {
+    this.#includeActions = request.includeActions;
+  }
+
+  traces(chunk: readonly LoadedTrace[]): void {
+    for (const loaded of chunk) {
+      if (!this.#first) this.#pieces.push(comma);
+      writeTrace(this.#out, loaded, this.#includeActions);
+      this.#pieces.push(this.#out.take());
+      this.#first = false;
+    }
+  }
+
+  end(end: TracePageEnd): Buffer[] {
+    this.#pieces.push(tracesPageTail(end));
+    return this.#pieces;
+  }
+}
