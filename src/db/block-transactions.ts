@@ -4,7 +4,14 @@ import { readMessageData } from "../ton/message-data.ts";
 import { LRUCache } from "lru-cache";
 import { rebuildTransactionBoc } from "../ton/transaction-boc.ts";
 import { runQuery, type Sql } from "./client.ts";
-import { groupMessages, type MessageRow, selectMessageRows, selectTransactionRows, type TransactionRow } from "./transactions.ts";
+import {
+  groupMessages,
+  type MessageRow,
+  selectMessageRows,
+  selectTransactionRows,
+  type TransactionMessages,
+  type TransactionRow,
+} from "./transactions.ts";
 
 // The transactions of one block in tonlib's raw form (v2 getBlockTransactionsExt): ordered by account id then
 // lt, with an exclusive (account, lt) cursor, read from transactions_index_1, so a page costs the block, never
@@ -60,6 +67,35 @@ function transactionBoc(bocs: LRUCache<string, string> | undefined, row: Transac
 }
 
 /**
+ * A page of a block's transactions as read: the transaction rows and their messages (without counterparts: tonlib's
+ * raw form has no place for them), and where their rebuilt BOCs are kept. What the wire encoders write from
+ * (src/encode/), and what rawTransactionOf turns into a RawTransaction for the typed API.
+ */
+export interface BlockTransactionRows {
+  rows: readonly TransactionRow[];
+  messagesByTx: ReadonlyMap<string, TransactionMessages>;
+  bocs: LRUCache<string, string> | undefined;
+}
+
+const noMessages: TransactionMessages = { inMsg: undefined, outMsgs: [] };
+
+/** The in message and out messages of one of the page's transactions. */
+export function blockTransactionMessages(page: BlockTransactionRows, row: TransactionRow): TransactionMessages {
+  return page.messagesByTx.get(row.hash) ?? noMessages;
+}
+
+/** The page's first `count` transactions, with the same messages and BOCs. */
+export function firstBlockTransactions(page: BlockTransactionRows, count: number): BlockTransactionRows {
+  return page.rows.length <= count ? page : { ...page, rows: page.rows.slice(0, count) };
+}
+
+/** The transaction's BOC (tonlib's `data`), rebuilt from its rows once and kept; "" for one that does not reproduce its hash. */
+export function blockTransactionBoc(page: BlockTransactionRows, row: TransactionRow): string {
+  const own = blockTransactionMessages(page, row);
+  return transactionBoc(page.bocs, row, own.inMsg, own.outMsgs);
+}
+
+/**
  * Up to `limit` transactions of the block after the cursor. Accounts of one block share its workchain, so the
  * raw form in the "C" collation sorts like the 256-bit account id, whatever the database's locale.
  */
@@ -71,6 +107,19 @@ export async function selectBlockTransactions(
   limit: number,
   bocCacheBytes: number,
 ): Promise<RawTransaction[]> {
+  const page = await selectBlockTransactionRows(sql, signal, block, after, limit, bocCacheBytes);
+  return page.rows.map((row) => rawTransactionOf(page, row));
+}
+
+/** selectBlockTransactions as rows. */
+export async function selectBlockTransactionRows(
+  sql: Sql,
+  signal: AbortSignal,
+  block: Pick<BlockIdExt, "workchain" | "shard" | "seqno">,
+  after: AccountCursor | undefined,
+  limit: number,
+  bocCacheBytes: number,
+): Promise<BlockTransactionRows> {
   const rows = await runQuery(
     signal,
     sql,
@@ -82,18 +131,25 @@ export async function selectBlockTransactions(
       order by T.account::text collate "C", T.lt
       limit ${limit}`,
   );
-  if (rows.length === 0) return [];
-  const messages = groupMessages(await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }, { counterparts: false }));
   const bocs = transactionBocs(bocCacheBytes);
-  return rows.map((row) => {
-    const own = messages.get(row.hash);
-    return rawTransaction(row, own?.inMsg, own?.outMsgs ?? [], bocs);
-  });
+  if (rows.length === 0) return { rows, messagesByTx: new Map(), bocs };
+  const messages = await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }, { counterparts: false });
+  return { rows, messagesByTx: groupMessages(messages), bocs };
+}
+
+/** One of the page's transactions as the typed API's RawTransaction. */
+export function rawTransactionOf(page: BlockTransactionRows, row: TransactionRow): RawTransaction {
+  const own = blockTransactionMessages(page, row);
+  return rawTransaction(row, own.inMsg, own.outMsgs, page.bocs);
 }
 
 /** tonlib prints every address bounceable, url-safe and without the testnet flag, whatever the network. */
+export function tonlibAddress(raw: string | null): string {
+  return raw === null ? "" : (userFriendly(raw, { bounceable: true, testnet: false }) ?? "");
+}
+
 function accountAddress(raw: string | null) {
-  return { $typeName: "tonquery.v1.AccountAddress", accountAddress: raw === null ? "" : (userFriendly(raw, { bounceable: true, testnet: false }) ?? "") } as const;
+  return { $typeName: "tonquery.v1.AccountAddress", accountAddress: tonlibAddress(raw) } as const;
 }
 
 function messageData(row: MessageRow): MessageData {
@@ -107,23 +163,33 @@ function messageData(row: MessageRow): MessageData {
   return { $typeName: "tonquery.v1.MessageData", kind };
 }
 
-function rawMessage(row: MessageRow): RawMessage {
-  // tonlib reports no value or fees for external messages, no lt for an inbound one, and never an IHR fee.
+/** A message's amounts as tonlib reports them: no value or fees for external messages, no lt for an inbound one. */
+export function rawMessageAmounts(row: MessageRow): { value: string; fwdFee: string; createdLt: string } {
   const inbound = row.source === null;
   const external = inbound || row.destination === null;
+  return { value: external ? "0" : (row.value ?? "0"), fwdFee: external ? "0" : (row.fwd_fee ?? "0"), createdLt: inbound ? "0" : (row.created_lt ?? "0") };
+}
+
+/** A message's extra currencies in the order of the dictionary tonlib walks: currency ids as unsigned 32-bit keys. */
+export function rawExtraCurrencies(row: MessageRow): { id: number; amount: string }[] {
+  return Object.entries(row.value_extra_currencies ?? {})
+    .sort(([a], [b]) => (Number(a) >>> 0) - (Number(b) >>> 0))
+    .map(([id, amount]) => ({ id: Number(id), amount: String(amount) }));
+}
+
+function rawMessage(row: MessageRow): RawMessage {
+  // tonlib never reports an IHR fee.
+  const { value, fwdFee, createdLt } = rawMessageAmounts(row);
   return {
     $typeName: "tonquery.v1.RawMessage",
     hash: row.msg_hash,
     source: accountAddress(row.source),
     destination: accountAddress(row.destination),
-    value: external ? "0" : (row.value ?? "0"),
-    // In the order of the dictionary tonlib walks: currency ids as unsigned 32-bit keys.
-    extraCurrencies: Object.entries(row.value_extra_currencies ?? {})
-      .sort(([a], [b]) => (Number(a) >>> 0) - (Number(b) >>> 0))
-      .map(([id, amount]) => ({ $typeName: "tonquery.v1.ExtraCurrency", id: Number(id), amount: String(amount) })),
-    fwdFee: external ? "0" : (row.fwd_fee ?? "0"),
+    value,
+    extraCurrencies: rawExtraCurrencies(row).map(({ id, amount }) => ({ $typeName: "tonquery.v1.ExtraCurrency", id, amount })),
+    fwdFee,
     ihrFee: "0",
-    createdLt: inbound ? "0" : (row.created_lt ?? "0"),
+    createdLt,
     bodyHash: row.body_hash ?? "",
     msgData: messageData(row),
   };
@@ -135,20 +201,25 @@ function rawTransaction(
   outMsgs: readonly MessageRow[],
   bocs: LRUCache<string, string> | undefined,
 ): RawTransaction {
-  // As tonlib: the fee is the total fees plus what the outbound messages paid for forwarding.
-  const fee = outMsgs.reduce((sum, m) => sum + BigInt(m.fwd_fee ?? "0") + BigInt(m.ihr_fee ?? "0"), BigInt(row.total_fees ?? "0"));
-  const storageFee = BigInt(row.storage_fees_collected ?? "0");
+  const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
   return {
     $typeName: "tonquery.v1.RawTransaction",
     address: accountAddress(row.account),
     utime: String(row.now ?? 0),
     data: transactionBoc(bocs, row, inMsg, outMsgs),
     transactionId: { $typeName: "tonquery.v1.TransactionId", lt: row.lt, hash: row.hash },
-    fee: fee.toString(),
-    storageFee: storageFee.toString(),
-    otherFee: (fee - storageFee).toString(),
+    fee,
+    storageFee,
+    otherFee,
     inMsg: inMsg === undefined ? undefined : rawMessage(inMsg),
     outMsgs: outMsgs.map(rawMessage),
     account: row.account,
   };
+}
+
+/** As tonlib: the fee is the total fees plus what the outbound messages paid for forwarding; decimal strings. */
+export function rawTransactionFees(row: TransactionRow, outMsgs: readonly MessageRow[]): { fee: string; storageFee: string; otherFee: string } {
+  const fee = outMsgs.reduce((sum, m) => sum + BigInt(m.fwd_fee ?? "0") + BigInt(m.ihr_fee ?? "0"), BigInt(row.total_fees ?? "0"));
+  const storageFee = BigInt(row.storage_fees_collected ?? "0");
+  return { fee: fee.toString(), storageFee: storageFee.toString(), otherFee: (fee - storageFee).toString() };
 }

@@ -69,6 +69,16 @@ export async function selectAdjacentTransactions(
   direction: Direction | undefined,
   bodies: BodyDecoding,
 ): Promise<Transaction[]> {
+  return scanTransactionRows(await selectAdjacentTransactionRows(sql, signal, hash, direction), bodies);
+}
+
+/** selectAdjacentTransactions as rows, for the wire encoders (src/encode/) and scanTransactionRows alike. */
+export async function selectAdjacentTransactionRows(
+  sql: Sql,
+  signal: AbortSignal,
+  hash: string,
+  direction: Direction | undefined,
+): Promise<TransactionRowSet> {
   const rows = await runQuery(
     signal,
     sql,
@@ -82,7 +92,7 @@ export async function selectAdjacentTransactions(
         where M1.tx_hash = ${hash} ${direction === undefined ? sql`` : sql`and M1.direction = ${direction}`})
       order by T.lt, T.hash`,
   );
-  return completeTransactions(sql, signal, rows, bodies);
+  return completeTransactionRows(sql, signal, rows);
 }
 
 /** Transactions turned into objects in one turn of the event loop (see mapInSlices). */
@@ -128,9 +138,15 @@ async function completeTransactions(
   bodies: BodyDecoding,
 ): Promise<Transaction[]> {
   if (rows.length === 0) return [];
+  return scanTransactionRows(await completeTransactionRows(sql, signal, rows), bodies);
+}
+
+/** Transaction rows with their states and messages: two more statements, whatever the number of rows. */
+async function completeTransactionRows(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<TransactionRowSet> {
+  if (rows.length === 0) return transactionRowSet(rows, [], []);
   const owners = { txHashes: [...new Set(rows.map((r) => r.hash))] };
   const [states, messages] = await Promise.all([selectStateRows(sql, signal, owners), selectMessageRows(sql, signal, owners)]);
-  return assembleTransactions(rows, states, messages, bodies);
+  return transactionRowSet(rows, states, messages);
 }
 
 /**

@@ -5,7 +5,15 @@ import {
   type GetBlockTransactionsExtResponse,
   GetBlockTransactionsExtResponseSchema,
 } from "../../gen/tonquery/v1/service_pb.ts";
-import { type AccountCursor, selectBlockId, selectBlockTransactions } from "../db/block-transactions.ts";
+import type { BlockIdExt } from "../../gen/tonquery/v1/block_transactions_pb.ts";
+import {
+  type AccountCursor,
+  type BlockTransactionRows,
+  firstBlockTransactions,
+  rawTransactionOf,
+  selectBlockId,
+  selectBlockTransactionRows,
+} from "../db/block-transactions.ts";
 import type { ServiceDeps } from "../service/deps.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
@@ -23,11 +31,41 @@ export function v2ValidationError(message: string): ConnectError {
   return new ConnectError(`failed to validate request: ${message}`, Code.InvalidArgument);
 }
 
+/**
+ * A page of getBlockTransactionsExt as the data layer read it: the block's id, what the answer says of the page,
+ * and the page's rows. Each wire format writes from this: REST JSON (src/encode/v2-json/) and binary protobuf
+ * (src/encode/proto/) directly, the typed API's message through blockTransactionsExtResponse.
+ */
+export interface LoadedBlockTransactions {
+  block: BlockIdExt;
+  reqCount: number;
+  incomplete: boolean;
+  page: BlockTransactionRows;
+}
+
 export async function getBlockTransactionsExt(
   deps: ServiceDeps,
   request: GetBlockTransactionsExtRequest,
   context: HandlerContext,
 ): Promise<GetBlockTransactionsExtResponse> {
+  return blockTransactionsExtResponse(await loadBlockTransactionsExt(deps, request, context));
+}
+
+/** The loaded page as the typed API's message. */
+export function blockTransactionsExtResponse(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
+  return create(GetBlockTransactionsExtResponseSchema, {
+    id: loaded.block,
+    reqCount: loaded.reqCount,
+    incomplete: loaded.incomplete,
+    transactions: loaded.page.rows.map((row) => rawTransactionOf(loaded.page, row)),
+  });
+}
+
+export async function loadBlockTransactionsExt(
+  deps: ServiceDeps,
+  request: GetBlockTransactionsExtRequest,
+  context: HandlerContext,
+): Promise<LoadedBlockTransactions> {
   const count = request.count ?? defaultCount;
   if (count < 1) throw v2ValidationError("count should be positive");
   if (count > maxCount) throw v2ValidationError(`count should be less or equal ${maxCount}`);
@@ -46,23 +84,17 @@ export async function getBlockTransactionsExt(
   // A block's transactions are written with the block, in one transaction of the index worker: the page can be
   // read beside the block's id instead of after it, and is empty exactly when the block is missing.
   const { sql } = deps.db;
-  const [block, transactions] = await Promise.all([
+  const [block, page] = await Promise.all([
     selectBlockId(sql, context.signal, request.workchain, request.shard, request.seqno),
     // One more than asked tells whether the block has more.
-    selectBlockTransactions(sql, context.signal, request, after, count + 1, deps.config.transactionBocCacheMb * 1024 * 1024),
+    selectBlockTransactionRows(sql, context.signal, request, after, count + 1, deps.config.transactionBocCacheMb * 1024 * 1024),
   ]);
   const wanted = `(${request.workchain},${request.shard},${request.seqno})`;
   if (block === undefined) throw new ConnectError(`block not found: ${wanted}`, Code.NotFound);
   if ((rootHash !== undefined && rootHash !== block.rootHash) || (fileHash !== undefined && fileHash !== block.fileHash)) {
     throw new ConnectError(`block not found: ${wanted} has other root_hash/file_hash`, Code.NotFound);
   }
-
-  return create(GetBlockTransactionsExtResponseSchema, {
-    id: block,
-    reqCount: count,
-    incomplete: transactions.length > count,
-    transactions: transactions.slice(0, count),
-  });
+  return { block, reqCount: count, incomplete: page.rows.length > count, page: firstBlockTransactions(page, count) };
 }
 
 function optionalHash(value: string | undefined, name: string): string | undefined {

@@ -32,5 +32,7 @@ export function forwardingResponseHeaders(service: TonQueryServiceImpl): TonQuer
     getTraces: (request, context, finish) => forward(context, service.getTraces(request, context, finish)),
     getBlockTransactionsExt: (request, context, finish) => forward(context, service.getBlockTransactionsExt(request, context, finish)),
     getTracesInto: (request, context, sink) => forward(context, service.getTracesInto(request, context, sink)),
+    loadAdjacentTransactions: (request, context, finish) => forward(context, service.loadAdjacentTransactions(request, context, finish)),
+    loadBlockTransactionsExt: (request, context, finish) => forward(context, service.loadBlockTransactionsExt(request, context, finish)),
   };
 }

@@ -8,10 +8,10 @@ import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../server/errors.ts";
 import { jsonBytes } from "../present/json-text.ts";
 import { nameRequest } from "../observability/request-context.ts";
-import { presentBlockTransactionsExt } from "../present/v2/block-transactions.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
 import { TracesJsonEncoder } from "../encode/v3-json/traces.ts";
-import { presentTransactionsResponse } from "../present/v3/transaction.ts";
+import { writeTransactionsResponse } from "../encode/v3-json/transactions.ts";
+import { writeBlockTransactionsExt } from "../encode/v2-json/block-transactions.ts";
 import type { TonQueryServiceImpl } from "../service/service.ts";
 import { cacheControl, entityTag, notModified, TracePageFinality } from "./caching.ts";
 import { chooseCoding, type CompressionSettings, drained, noCompression, writeCoded } from "./compression.ts";
@@ -89,15 +89,17 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
     ],
     [
       "/api/v3/adjacentTransactions",
-      route(
-        "v3",
-        m.getAdjacentTransactions,
-        adjacentTransactionsQuery,
-        (request, context, finish) => service.getAdjacentTransactions(request, context, finish),
-        presentTransactionsResponse,
-        // A transaction's children may still be on their way (a pending trace).
-        () => cacheControl.revalidate,
-      ),
+      {
+        dialect: "v3",
+        method: m.getAdjacentTransactions,
+        handle(query, context) {
+          // A transaction's children may still be on their way (a pending trace).
+          return service.loadAdjacentTransactions(adjacentTransactionsQuery(query), context, (loaded) => ({
+            body: writeTransactionsResponse(loaded),
+            cacheControl: cacheControl.revalidate,
+          }));
+        },
+      },
     ],
     [
       "/api/v3/traces",
@@ -114,16 +116,23 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
     ],
     [
       "/api/v2/getBlockTransactionsExt",
-      route(
-        "v2",
-        m.getBlockTransactionsExt,
-        blockTransactionsExtQuery,
-        (request, context, finish) => service.getBlockTransactionsExt(request, context, finish),
-        presentBlockTransactionsExt,
-        // The block exists (else NotFound). An empty page (a cursor past the end) is final too, but costs nothing
-        // to answer again: only pages that hold transactions are declared final.
-        (response) => (response.transactions.length > 0 ? cacheControl.finalBlockPage : cacheControl.revalidate),
-      ),
+      {
+        dialect: "v2",
+        method: m.getBlockTransactionsExt,
+        handle(query, context) {
+          return service.loadBlockTransactionsExt(blockTransactionsExtQuery(query), context, (loaded) => {
+            // The ETag leaves the time stamp out, as withoutV2Stamp does for the other v2 answers.
+            const { content, stamp } = writeBlockTransactionsExt(loaded);
+            return {
+              body: [...content, stamp],
+              content,
+              // The block exists (else NotFound). An empty page (a cursor past the end) is final too, but costs nothing
+              // to answer again: only pages that hold transactions are declared final.
+              cacheControl: loaded.page.rows.length > 0 ? cacheControl.finalBlockPage : cacheControl.revalidate,
+            };
+          });
+        },
+      },
     ],
   ]);
 }

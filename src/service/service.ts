@@ -11,8 +11,9 @@ import {
   TonQueryService,
 } from "../../gen/tonquery/v1/service_pb.ts";
 import type { StreamTracesRequest } from "../../gen/tonquery/v1/stream_pb.ts";
-import { getAdjacentTransactions } from "../handlers/adjacent-transactions.ts";
-import { defaultCount, getBlockTransactionsExt } from "../handlers/block-transactions-ext.ts";
+import { getAdjacentTransactions, loadAdjacentTransactions, type LoadedTransactions } from "../handlers/adjacent-transactions.ts";
+import { defaultCount, getBlockTransactionsExt, loadBlockTransactionsExt, type LoadedBlockTransactions } from "../handlers/block-transactions-ext.ts";
+import { blockTransactionsExtBinary } from "../encode/proto/block-transactions.ts";
 import { getMasterchainInfo } from "../handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink, typedTraceSink } from "../handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
@@ -126,7 +127,11 @@ export function createTonQueryService(deps: ServiceDeps) {
         `getBlockTransactionsExt/${request.count ?? defaultCount}`,
         context,
         transactionsWeight(request.count ?? defaultCount),
-        (bounded) => getBlockTransactionsExt(deps, request, bounded),
+        // A binary answer is written from the rows (src/encode/proto/), without the typed message's objects.
+        (bounded) =>
+          respondsInBinary(context)
+            ? loadBlockTransactionsExt(deps, request, bounded).then(blockTransactionsExtBinary)
+            : getBlockTransactionsExt(deps, request, bounded),
         finish,
       ),
     // Not admitted like a request: a stream holds no slot while it waits, and its reads are the hub's, shared.
@@ -140,6 +145,18 @@ export function createTonQueryService(deps: ServiceDeps) {
      * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
      * `newSink` for each run of the request (a run may be done again, see `admitted`).
      */
+    /** getAdjacentTransactions as the rows read, for a door that writes its answer from them (the REST door's JSON). */
+    loadAdjacentTransactions: <Out>(request: GetAdjacentTransactionsRequest, context: HandlerContext, finish: Finish<LoadedTransactions, Out>) =>
+      admitted("getAdjacentTransactions", context, 0, (bounded) => loadAdjacentTransactions(deps, request, bounded), finish),
+    /** getBlockTransactionsExt as the rows read, for a door that writes its answer from them (the REST door's JSON). */
+    loadBlockTransactionsExt: <Out>(request: GetBlockTransactionsExtRequest, context: HandlerContext, finish: Finish<LoadedBlockTransactions, Out>) =>
+      admitted(
+        `getBlockTransactionsExt/${request.count ?? defaultCount}`,
+        context,
+        transactionsWeight(request.count ?? defaultCount),
+        (bounded) => loadBlockTransactionsExt(deps, request, bounded),
+        finish,
+      ),
     getTracesInto: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
       admitted<T, T>(
         `getTraces/${request.limit ?? config.defaultLimit}`,

@@ -1,0 +1,114 @@
+import { create } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { type GetBlockTransactionsExtResponse, GetBlockTransactionsExtResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
+import {
+  blockTransactionBoc,
+  blockTransactionMessages,
+  rawExtraCurrencies,
+  rawMessageAmounts,
+  rawTransactionFees,
+  tonlibAddress,
+} from "../../db/block-transactions.ts";
+import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
+import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
+import { readMessageData } from "../../ton/message-data.ts";
+
+// The binary protobuf of GetBlockTransactionsExtResponse for the RPC doors (gRPC, gRPC-web, Connect with protobuf),
+// written from the rows the data layer read (see LoadedBlockTransactions) without building a RawTransaction: byte for
+// byte what toBinary prints for blockTransactionsExtResponse's message (test/transactions-encoders.test.ts holds the
+// two equal). Every field is proto3 with implicit presence, so, as toBinary does, a zero or empty scalar is left out,
+// a message field is written whenever it is set, and fields go in field-number order.
+//
+// The transactions travel as already-encoded occurrences of field `transactions` in the response's unknown fields,
+// as TracesBinaryWriter does for traces (src/present/proto/traces.ts): connect still serialises the response (its
+// framing, compression and errors stay), toBinary writes them verbatim after the known fields, and `transactions` is
+// the message's last field, so the bytes are the same. The JSON codecs print no unknown fields: the doors that answer
+// in JSON get the typed message (see respondsInBinary).
+
+const LEN = WireType.LengthDelimited;
+const VARINT = WireType.Varint;
+
+/** A decimal int64 as toBinary writes it: left out when zero. */
+function int64(w: BinaryWriter, no: number, value: string): void {
+  if (Number(value) !== 0) w.tag(no, VARINT).int64(value);
+}
+
+function string(w: BinaryWriter, no: number, value: string): void {
+  if (value !== "") w.tag(no, LEN).string(value);
+}
+
+/** AccountAddress. */
+function address(w: BinaryWriter, no: number, raw: string | null): void {
+  w.tag(no, LEN).fork();
+  string(w, 1, tonlibAddress(raw));
+  w.join();
+}
+
+/** MessageData: its `kind` one of raw (1), text (2), encrypted_text (3). */
+function messageData(w: BinaryWriter, no: number, row: MessageRow): void {
+  const data = readMessageData(row.body, row.init_state_body, row.opcode);
+  w.tag(no, LEN).fork();
+  if (data.kind === "raw") {
+    w.tag(1, LEN).fork();
+    string(w, 1, data.body);
+    string(w, 2, data.initState);
+  } else {
+    w.tag(data.kind === "text" ? 2 : 3, LEN).fork();
+    string(w, 1, data.text);
+  }
+  w.join().join();
+}
+
+/** RawMessage. */
+function message(w: BinaryWriter, no: number, row: MessageRow): void {
+  const { value, fwdFee, createdLt } = rawMessageAmounts(row);
+  w.tag(no, LEN).fork();
+  string(w, 1, row.msg_hash);
+  address(w, 2, row.source);
+  address(w, 3, row.destination);
+  int64(w, 4, value);
+  for (const { id, amount } of rawExtraCurrencies(row)) {
+    w.tag(5, LEN).fork();
+    if (id !== 0) w.tag(1, VARINT).int32(id);
+    string(w, 2, amount);
+    w.join();
+  }
+  int64(w, 6, fwdFee);
+  // 7, ihr_fee: tonlib never reports one; "0" is left out.
+  int64(w, 8, createdLt);
+  string(w, 9, row.body_hash ?? "");
+  messageData(w, 10, row);
+  w.join();
+}
+
+/** One RawTransaction, with its length prefix: an occurrence of the response's field `transactions` without its tag. */
+function transaction(loaded: LoadedBlockTransactions, row: TransactionRow): Uint8Array {
+  const { inMsg, outMsgs } = blockTransactionMessages(loaded.page, row);
+  const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
+  const w = new BinaryWriter();
+  w.fork();
+  address(w, 1, row.account);
+  int64(w, 2, String(row.now ?? 0));
+  string(w, 3, blockTransactionBoc(loaded.page, row));
+  w.tag(4, LEN).fork();
+  int64(w, 1, row.lt);
+  string(w, 2, row.hash);
+  w.join();
+  int64(w, 5, fee);
+  int64(w, 6, storageFee);
+  int64(w, 7, otherFee);
+  if (inMsg !== undefined) message(w, 8, inMsg);
+  for (const out of outMsgs) message(w, 9, out);
+  string(w, 10, row.account);
+  w.join();
+  return w.finish();
+}
+
+const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactions.number;
+
+/** The response for a binary RPC door: toBinary of it is the typed message's bytes. */
+export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
+  const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
+  response.$unknown = loaded.page.rows.map((row) => ({ no: transactionsField, wireType: LEN, data: transaction(loaded, row) }));
+  return response;
+}
