@@ -1,19 +1,15 @@
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { generateData } from "../bench/generate/load.ts";
 import { type GetTracesRequest, GetTracesRequestSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
-import { loadConfig } from "../src/runtime/config.ts";
-import { type Database, databaseOptions, openDatabase } from "../src/db/client.ts";
 import { TracesJsonEncoder, writeTrace } from "../src/encode/v3-json/traces.ts";
 import { JsonPieces } from "../src/encode/v3-json/pieces.ts";
 import { quote, value } from "../src/encode/v3-json/transaction.ts";
 import { type LoadedTrace, streamTraces, type TracePageEnd, type TraceSink, traceOf, typedTraceSink } from "../src/handlers/traces.ts";
 import { jsonBytes } from "../src/present/json-text.ts";
-import { IndexLoader } from "../src/recordings/loader.ts";
 import { presentTrace, TracesJsonWriter } from "../src/present/v3/trace.ts";
-import { createTestDatabase, type TestDatabase, testEngine } from "./support/database.ts";
-import { readTransactionRecordings } from "./support/recordings.ts";
+import { type TestDatabase, testEngine } from "./support/database.ts";
+import { generatedIndex, recordedIndex, serviceDeps } from "./support/encoder-indexes.ts";
 
 // The REST v3 traces encoder (src/encode/v3-json/), which writes from the rows the data layer read, against the
 // presenters (src/present/v3/), which print the typed API's Traces scanned from the same rows: byte for byte, on
@@ -77,12 +73,11 @@ class ComparingSink implements TraceSink<{ ours: Buffer; reference: Buffer; trac
 }
 
 /** Every trace of the index, a page of ids at a time, in every variant: how many traces were compared. */
-async function compareEveryTrace(url: string, admin: TestDatabase["admin"], engine: string): Promise<number> {
-  const ids = (await admin<{ trace_id: string }[]>`select trace_id from traces order by trace_id`).map((row) => row.trace_id);
+async function compareEveryTrace(index: TestDatabase): Promise<number> {
+  const ids = (await index.admin<{ trace_id: string }[]>`select trace_id from traces order by trace_id`).map((row) => row.trace_id);
   let compared = 0;
   for (const { includeActions, env } of variants) {
-    const config = loadConfig({ DB_POOL_SIZE: "2", ...env });
-    const db: Database = openDatabase(databaseOptions(config, url, { sharedSession: engine === "pglite" }));
+    const { db, config } = serviceDeps(index, env);
     try {
       for (let i = 0; i < ids.length; i += idsPerPage) {
         const page = ids.slice(i, i + idsPerPage);
@@ -115,16 +110,14 @@ describe("the v3 traces JSON encoder, on the recordings", () => {
   let db: TestDatabase;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const recordings = await readTransactionRecordings();
-    await recordings.load(new IndexLoader()).write(db.admin);
+    db = await recordedIndex();
   });
   afterAll(async () => {
     await db?.drop();
   });
 
   it("prints every trace byte for byte as the presenters do", async () => {
-    const compared = await compareEveryTrace(db.url, db.admin, db.engine);
+    const compared = await compareEveryTrace(db);
     expect(compared).toBeGreaterThan(30 * variants.length);
   });
 });
@@ -136,15 +129,14 @@ describe.runIf(engine === "postgresql")("the v3 traces JSON encoder, on a genera
   let db: TestDatabase;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    await generateData({ url: db.url, transactions: 4000, seed: 25 });
+    db = await generatedIndex(4000, 25);
   }, 120_000);
   afterAll(async () => {
     await db?.drop();
   });
 
   it("prints every trace byte for byte as the presenters do", async () => {
-    const compared = await compareEveryTrace(db.url, db.admin, db.engine);
+    const compared = await compareEveryTrace(db);
     expect(compared).toBeGreaterThan(800 * variants.length);
   }, 120_000);
 });
