@@ -1,5 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   Direction,
@@ -9,6 +10,8 @@ import {
   GetBlockTransactionsExtResponseSchema,
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
+import { rawTransactionFees } from "../src/db/block-transactions.ts";
+import type { MessageRow, TransactionRow } from "../src/db/transactions.ts";
 import { blockTransactionsExtBinary } from "../src/encode/proto/block-transactions.ts";
 import { writeBlockTransactionsExt } from "../src/encode/v2-json/block-transactions.ts";
 import { writeTransactionsResponse } from "../src/encode/v3-json/transactions.ts";
@@ -149,6 +152,26 @@ async function transactionHashes(db: TestDatabase, every = 1): Promise<string[]>
   const rows = await db.admin<{ hash: string }[]>`select hash from transactions order by lt, hash`;
   return rows.map((row) => row.hash).filter((_, index) => index % every === 0);
 }
+
+describe("tonlib's fees of a transaction", () => {
+  it("are the sums BigInt makes, whether they are summed as numbers (below 10^13) or not", () => {
+    const amount = fc.oneof(
+      fc.constant(null),
+      fc.bigInt({ min: 0n, max: 10n ** 13n - 1n }).map(String),
+      fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String),
+    );
+    const message = amount.chain((fwd) => amount.map((ihr) => ({ fwd_fee: fwd, ihr_fee: ihr }) as MessageRow));
+    fc.assert(
+      fc.property(amount, amount, fc.array(message, { maxLength: 300 }), (total, storage, outMsgs) => {
+        const row = { total_fees: total, storage_fees_collected: storage } as TransactionRow;
+        const fee = outMsgs.reduce((sum, m) => sum + BigInt(m.fwd_fee ?? "0") + BigInt(m.ihr_fee ?? "0"), BigInt(total ?? "0"));
+        const storageFee = BigInt(storage ?? "0");
+        expect(rawTransactionFees(row, outMsgs)).toEqual({ fee: String(fee), storageFee: String(storageFee), otherFee: String(fee - storageFee) });
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
 
 describe("the transactions encoders, on the recordings", () => {
   let db: TestDatabase;

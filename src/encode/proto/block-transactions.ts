@@ -37,10 +37,15 @@ function string(w: BinaryWriter, no: number, value: string): void {
   if (value !== "") w.tag(no, LEN).string(value);
 }
 
+/** The friendly forms of a page's accounts, which come back in it again and again (senders, receivers, the block's own). */
+type Addresses = Map<string | null, string>;
+
 /** AccountAddress. */
-function address(w: BinaryWriter, no: number, raw: string | null): void {
+function address(w: BinaryWriter, no: number, raw: string | null, addresses: Addresses): void {
+  let friendly = addresses.get(raw);
+  if (friendly === undefined) addresses.set(raw, (friendly = tonlibAddress(raw)));
   w.tag(no, LEN).fork();
-  string(w, 1, tonlibAddress(raw));
+  string(w, 1, friendly);
   w.join();
 }
 
@@ -60,12 +65,12 @@ function messageData(w: BinaryWriter, no: number, row: MessageRow): void {
 }
 
 /** RawMessage. */
-function message(w: BinaryWriter, no: number, row: MessageRow): void {
+function message(w: BinaryWriter, no: number, row: MessageRow, addresses: Addresses): void {
   const { value, fwdFee, createdLt } = rawMessageAmounts(row);
   w.tag(no, LEN).fork();
   string(w, 1, row.msg_hash);
-  address(w, 2, row.source);
-  address(w, 3, row.destination);
+  address(w, 2, row.source, addresses);
+  address(w, 3, row.destination, addresses);
   int64(w, 4, value);
   for (const { id, amount } of rawExtraCurrencies(row)) {
     w.tag(5, LEN).fork();
@@ -82,14 +87,15 @@ function message(w: BinaryWriter, no: number, row: MessageRow): void {
 }
 
 /** One RawTransaction, with its length prefix: an occurrence of the response's field `transactions` without its tag. */
-function transaction(loaded: LoadedBlockTransactions, row: TransactionRow): Uint8Array {
-  const { inMsg, outMsgs } = blockTransactionMessages(loaded.page, row);
+function transaction(loaded: LoadedBlockTransactions, row: TransactionRow, addresses: Addresses): Uint8Array {
+  const own = blockTransactionMessages(loaded.page, row);
+  const { inMsg, outMsgs } = own;
   const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
   const w = new BinaryWriter();
   w.fork();
-  address(w, 1, row.account);
+  address(w, 1, row.account, addresses);
   int64(w, 2, String(row.now ?? 0));
-  string(w, 3, blockTransactionBoc(loaded.page, row));
+  string(w, 3, blockTransactionBoc(loaded.page, row, own));
   w.tag(4, LEN).fork();
   int64(w, 1, row.lt);
   string(w, 2, row.hash);
@@ -97,8 +103,8 @@ function transaction(loaded: LoadedBlockTransactions, row: TransactionRow): Uint
   int64(w, 5, fee);
   int64(w, 6, storageFee);
   int64(w, 7, otherFee);
-  if (inMsg !== undefined) message(w, 8, inMsg);
-  for (const out of outMsgs) message(w, 9, out);
+  if (inMsg !== undefined) message(w, 8, inMsg, addresses);
+  for (const out of outMsgs) message(w, 9, out, addresses);
   string(w, 10, row.account);
   w.join();
   return w.finish();
@@ -109,6 +115,7 @@ const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactio
 /** The response for a binary RPC door: toBinary of it is the typed message's bytes. */
 export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
   const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
-  response.$unknown = loaded.page.rows.map((row) => ({ no: transactionsField, wireType: LEN, data: transaction(loaded, row) }));
+  const addresses: Addresses = new Map();
+  response.$unknown = loaded.page.rows.map((row) => ({ no: transactionsField, wireType: LEN, data: transaction(loaded, row, addresses) }));
   return response;
 }

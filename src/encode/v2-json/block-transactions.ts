@@ -16,8 +16,49 @@ import { quote } from "../v3-json/transaction.ts";
 // strings. Byte for byte what presentBlockTransactionsExt (src/present/v2/block-transactions.ts) prints for the typed
 // API's message built from the same rows, up to the time stamp; test/transactions-encoders.test.ts holds the two equal.
 
-function address(raw: string | null): string {
-  return `{"@type":"accountAddress","account_address":${quote(tonlibAddress(raw))}}`;
+/** One page's printing: the same accounts come back in it again and again (senders, receivers, the block's own). */
+class PageWriter {
+  readonly #loaded: LoadedBlockTransactions;
+  readonly #addresses = new Map<string | null, string>();
+
+  constructor(loaded: LoadedBlockTransactions) {
+    this.#loaded = loaded;
+  }
+
+  address(raw: string | null): string {
+    let printed = this.#addresses.get(raw);
+    if (printed === undefined) {
+      printed = `{"@type":"accountAddress","account_address":${quote(tonlibAddress(raw))}}`;
+      this.#addresses.set(raw, printed);
+    }
+    return printed;
+  }
+
+  message(row: MessageRow): string {
+    const { value, fwdFee, createdLt } = rawMessageAmounts(row);
+    const extra = row.value_extra_currencies === null ? [] : rawExtraCurrencies(row);
+    return (
+      `{"@type":"raw.message","hash":${quote(row.msg_hash)},"source":${this.address(row.source)},"destination":${this.address(row.destination)},` +
+      `"value":${quote(value)},"extra_currencies":[${extra.map(({ id, amount }) => `{"@type":"extraCurrency","id":${JSON.stringify(id)},"amount":${quote(amount)}}`).join(",")}],` +
+      `"fwd_fee":${quote(fwdFee)},"ihr_fee":"0","created_lt":${quote(createdLt)},"body_hash":${quote(row.body_hash ?? "")},"msg_data":${messageData(row)}}`
+    );
+  }
+
+  transaction(row: TransactionRow): string {
+    const page = this.#loaded.page;
+    const own = blockTransactionMessages(page, row);
+    const { fee, storageFee, otherFee } = rawTransactionFees(row, own.outMsgs);
+    let outMsgs = "";
+    for (const out of own.outMsgs) outMsgs += `${outMsgs === "" ? "" : ","}${this.message(out)}`;
+    // in_msg is left out, not null, for a transaction without an inbound message (as recorded for tick-tock).
+    return (
+      `{"@type":"raw.transaction","address":${this.address(row.account)},"utime":${JSON.stringify(Number(String(row.now ?? 0)))},` +
+      `"data":${quote(blockTransactionBoc(page, row, own))},` +
+      `"transaction_id":{"@type":"internal.transactionId","lt":${quote(row.lt)},"hash":${quote(row.hash)}},` +
+      `"fee":${quote(fee)},"storage_fee":${quote(storageFee)},"other_fee":${quote(otherFee)},` +
+      `${own.inMsg === undefined ? "" : `"in_msg":${this.message(own.inMsg)},`}"out_msgs":[${outMsgs}],"account":${quote(row.account)}}`
+    );
+  }
 }
 
 function messageData(row: MessageRow): string {
@@ -30,31 +71,6 @@ function messageData(row: MessageRow): string {
     case "raw":
       return `{"@type":"msg.dataRaw","body":${quote(data.body)},"init_state":${quote(data.initState)}}`;
   }
-}
-
-function message(row: MessageRow): string {
-  const { value, fwdFee, createdLt } = rawMessageAmounts(row);
-  const extra = rawExtraCurrencies(row)
-    .map(({ id, amount }) => `{"@type":"extraCurrency","id":${JSON.stringify(id)},"amount":${quote(amount)}}`)
-    .join(",");
-  return (
-    `{"@type":"raw.message","hash":${quote(row.msg_hash)},"source":${address(row.source)},"destination":${address(row.destination)},` +
-    `"value":${quote(value)},"extra_currencies":[${extra}],"fwd_fee":${quote(fwdFee)},"ihr_fee":"0","created_lt":${quote(createdLt)},` +
-    `"body_hash":${quote(row.body_hash ?? "")},"msg_data":${messageData(row)}}`
-  );
-}
-
-function transaction(loaded: LoadedBlockTransactions, row: TransactionRow): string {
-  const { inMsg, outMsgs } = blockTransactionMessages(loaded.page, row);
-  const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
-  // in_msg is left out, not null, for a transaction without an inbound message (as recorded for tick-tock).
-  return (
-    `{"@type":"raw.transaction","address":${address(row.account)},"utime":${JSON.stringify(Number(String(row.now ?? 0)))},` +
-    `"data":${quote(blockTransactionBoc(loaded.page, row))},` +
-    `"transaction_id":{"@type":"internal.transactionId","lt":${quote(row.lt)},"hash":${quote(row.hash)}},` +
-    `"fee":${quote(fee)},"storage_fee":${quote(storageFee)},"other_fee":${quote(otherFee)},` +
-    `${inMsg === undefined ? "" : `"in_msg":${message(inMsg)},`}"out_msgs":[${outMsgs.map(message).join(",")}],"account":${quote(row.account)}}`
-  );
 }
 
 /** Transactions put into one piece of the body: a page of 1000 is a few megabytes, written in a few pieces. */
@@ -71,12 +87,13 @@ export function writeBlockTransactionsExt(loaded: LoadedBlockTransactions, now =
     `"shard":${quote(block.shard)},"seqno":${block.seqno},"root_hash":${quote(block.rootHash)},"file_hash":${quote(block.fileHash)}},` +
     `"req_count":${loaded.reqCount},"incomplete":${loaded.incomplete},"transactions":[`;
   const content: Buffer[] = [];
+  const writer = new PageWriter(loaded);
   loaded.page.rows.forEach((row, index) => {
     if (index > 0 && index % transactionsPerPiece === 0) {
       content.push(Buffer.from(text));
       text = "";
     }
-    text += `${index > 0 ? "," : ""}${transaction(loaded, row)}`;
+    text += `${index > 0 ? "," : ""}${writer.transaction(row)}`;
   });
   content.push(Buffer.from(`${text}]`));
   return { content, stamp: Buffer.from(`,"@extra":"${(now / 1000).toFixed(3)}:tonquery"}}`) };
