@@ -170,7 +170,8 @@ export function rawMessageAmounts(row: MessageRow): { value: string; fwdFee: str
 }
 
 /** A message's extra currencies in the order of the dictionary tonlib walks: currency ids as unsigned 32-bit keys. */
-export function rawExtraCurrencies(row: MessageRow): { id: number; amount: string }[] {
+export function rawExtraCurrencies(row: MessageRow): readonly { id: number; amount: string }[] {
+  if (row.value_extra_currencies === null) return [];
   return Object.entries(row.value_extra_currencies ?? {})
     .sort(([a], [b]) => (Number(a) >>> 0) - (Number(b) >>> 0))
     .map(([id, amount]) => ({ id: Number(id), amount: String(amount) }));

@@ -19,7 +19,7 @@ import { readMessageData } from "../../ton/message-data.ts";
 // two equal). Every field is proto3 with implicit presence, so, as toBinary does, a zero or empty scalar is left out,
 // a message field is written whenever it is set, and fields go in field-number order.
 //
-// The transactions travel as already-encoded occurrences of field `transactions` in the response's unknown fields,
+// The transactions travel already encoded, as occurrences of field `transactions` in the response's unknown fields,
 // as TracesBinaryWriter does for traces (src/present/proto/traces.ts): connect still serialises the response (its
 // framing, compression and errors stay), toBinary writes them verbatim after the known fields, and `transactions` is
 // the message's last field, so the bytes are the same. The JSON codecs print no unknown fields: the doors that answer
@@ -86,12 +86,11 @@ function message(w: BinaryWriter, no: number, row: MessageRow, addresses: Addres
   w.join();
 }
 
-/** One RawTransaction, with its length prefix: an occurrence of the response's field `transactions` without its tag. */
-function transaction(loaded: LoadedBlockTransactions, row: TransactionRow, addresses: Addresses): Uint8Array {
+/** One RawTransaction, as an occurrence of the response's field `transactions`, without its tag. */
+function transaction(w: BinaryWriter, loaded: LoadedBlockTransactions, row: TransactionRow, addresses: Addresses): void {
   const own = blockTransactionMessages(loaded.page, row);
   const { inMsg, outMsgs } = own;
   const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
-  const w = new BinaryWriter();
   w.fork();
   address(w, 1, row.account, addresses);
   int64(w, 2, String(row.now ?? 0));
@@ -107,15 +106,25 @@ function transaction(loaded: LoadedBlockTransactions, row: TransactionRow, addre
   for (const out of outMsgs) message(w, 9, out, addresses);
   string(w, 10, row.account);
   w.join();
-  return w.finish();
 }
 
 const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactions.number;
 
-/** The response for a binary RPC door: toBinary of it is the typed message's bytes. */
+/**
+ * The response for a binary RPC door: toBinary of it is the typed message's bytes. The page's transactions are written
+ * by one writer into one unknown field whose bytes run on into the next occurrences of the field: toBinary writes the
+ * first tag, then the bytes, which hold every later occurrence with its own tag. A writer and a copy per transaction
+ * cost more than the encoding they carried.
+ */
 export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
   const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
+  if (loaded.page.rows.length === 0) return response;
   const addresses: Addresses = new Map();
-  response.$unknown = loaded.page.rows.map((row) => ({ no: transactionsField, wireType: LEN, data: transaction(loaded, row, addresses) }));
+  const w = new BinaryWriter();
+  loaded.page.rows.forEach((row, index) => {
+    if (index > 0) w.tag(transactionsField, LEN);
+    transaction(w, loaded, row, addresses);
+  });
+  response.$unknown = [{ no: transactionsField, wireType: LEN, data: w.finish() }];
   return response;
 }

@@ -36,7 +36,7 @@ class PageWriter {
 
   message(row: MessageRow): string {
     const { value, fwdFee, createdLt } = rawMessageAmounts(row);
-    const extra = row.value_extra_currencies === null ? [] : rawExtraCurrencies(row);
+    const extra = rawExtraCurrencies(row);
     return (
       `{"@type":"raw.message","hash":${quote(row.msg_hash)},"source":${this.address(row.source)},"destination":${this.address(row.destination)},` +
       `"value":${quote(value)},"extra_currencies":[${extra.map(({ id, amount }) => `{"@type":"extraCurrency","id":${JSON.stringify(id)},"amount":${quote(amount)}}`).join(",")}],` +
