@@ -141,10 +141,6 @@ export function createTonQueryService(deps: ServiceDeps) {
     ...rpcMethods,
     /** The live streams' reader, for the REST streaming doors and shutdown. */
     streams,
-    /**
-     * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
-     * `newSink` for each run of the request (a run may be done again, see `admitted`).
-     */
     /** getAdjacentTransactions as the rows read, for a door that writes its answer from them (the REST door's JSON). */
     loadAdjacentTransactions: <Out>(request: GetAdjacentTransactionsRequest, context: HandlerContext, finish: Finish<LoadedTransactions, Out>) =>
       admitted("getAdjacentTransactions", context, 0, (bounded) => loadAdjacentTransactions(deps, request, bounded), finish),
@@ -157,6 +153,10 @@ export function createTonQueryService(deps: ServiceDeps) {
         (bounded) => loadBlockTransactionsExt(deps, request, bounded),
         finish,
       ),
+    /**
+     * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
+     * `newSink` for each run of the request (a run may be done again, see `admitted`).
+     */
     getTracesInto: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
       admitted<T, T>(
         `getTraces/${request.limit ?? config.defaultLimit}`,
