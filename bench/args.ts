@@ -149,7 +149,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     warmupMs: wholeNumber(values["warmup-ms"] ?? (quick ? "200" : "500"), "--warmup-ms"),
     maxRequests: wholeNumber(values["max-requests"] ?? "0", "--max-requests"),
     maxRunMs: wholeNumber(values["max-run-ms"] ?? "20000", "--max-run-ms"),
-    concurrency: numberList(values.concurrency ?? (quick ? "1" : "1,16,64"), "--concurrency"),
+    concurrency: numberList(values.concurrency ?? (quick ? "1,16" : "1,16,64"), "--concurrency"),
     protocols: protocols as Protocol[],
     cases: (values.cases ?? "").split(",").map((c) => c.trim()).filter((c) => c !== ""),
     mixedHeavyClients: wholeNumber(values["mixed-heavy-clients"] ?? "6", "--mixed-heavy-clients"),

@@ -303,6 +303,18 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
   return cases;
 }
 
+/**
+ * Whether `--quick` runs a case when no --cases are given: the cases the targets judge, but not the compressed
+ * answers (compression has its own comparison, bench/README.md section 11), the hot account's deep pages (offset,
+ * cursor: the same page as traces.hot.l100 after a longer index walk, which the full bench's floor and EXPLAIN judge)
+ * nor the pages of 1000 traces, which take seconds each on the 200k index (the cold account's is 100 MB of JSON
+ * there) and half a minute a run at concurrency 16, where admission serves them one at a time. The full bench runs
+ * them all.
+ */
+export function inQuickBench(c: BenchCase): boolean {
+  return c.tags.encoding === undefined && c.tags.limit !== 1000 && c.tags.offset === undefined && !c.tags.cursor;
+}
+
 export function inputSchema(method: MethodName): DescMessage {
   return TonQueryService.method[method].input;
 }
