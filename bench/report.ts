@@ -177,11 +177,12 @@ const cores = (cpuMsPerRequest: number, rps: number) => (cpuMsPerRequest * rps) 
 
 /**
  * What a run at concurrency 16 spent per request and how much of the machine that was: at that concurrency the
- * server, PostgreSQL and the load generator share the cores, so the CPU per request bounds the throughput.
+ * server, PostgreSQL and the load generator share the cores, so the CPU per request bounds the throughput; where the
+ * three together take less than the cores, something else (waiting, another process) held the run back.
  */
 function cpuShareReason(run: RunResult, cpus: number, unit: string): string {
   const c = run.cpuPerRequestMs;
-  return `server CPU ${ms(c.server)} ms vs PostgreSQL ${ms(c.postgres)} ms per ${unit}; the server's CPU makes up ${fmt(cores(c.server, run.stats.rps), 2)} of the ${cpus} cores at c${run.concurrency}, PostgreSQL's ${fmt(cores(c.postgres, run.stats.rps), 2)}`;
+  return `server CPU ${ms(c.server)} ms vs PostgreSQL ${ms(c.postgres)} ms per ${unit}; the server's CPU makes up ${fmt(cores(c.server, run.stats.rps), 2)} of the ${cpus} cores at c${run.concurrency}, PostgreSQL's ${fmt(cores(c.postgres, run.stats.rps), 2)}, the load generator's ${fmt(cores(c.bench, run.stats.rps), 2)}`;
 }
 
 /** "12% above the bound", "3% below it": how far a ratio is from its bound, for the passing lines' margins. */
