@@ -303,6 +303,20 @@ export function buildCases(facts: DatasetFacts): BenchCase[] {
   return cases;
 }
 
+/**
+ * Whether `--quick` runs a case when no --cases are given: the cases the targets judge, but not the compressed
+ * answers (compression has its own comparison, bench/README.md section 11), the hot account's deep pages (offset,
+ * cursor: the same page as traces.hot.l100 after a longer index walk, which the full bench's floor and EXPLAIN judge),
+ * the pages of 1000 traces, nor the cold account's beyond 10: on the 200k index the cold account's traces are large
+ * (its page of 100 is 10 MB of JSON, 1.3 s; of 1000, 100 MB) and each such case takes half a minute at concurrency
+ * 16, where admission serves them a few at a time. The full bench runs them all.
+ */
+export function inQuickBench(c: BenchCase): boolean {
+  const deep = c.tags.offset !== undefined || c.tags.cursor === true;
+  const large = c.tags.limit === 1000 || (c.tags.selector === "cold" && (c.tags.limit ?? 0) > 10);
+  return c.tags.encoding === undefined && !deep && !large;
+}
+
 export function inputSchema(method: MethodName): DescMessage {
   return TonQueryService.method[method].input;
 }

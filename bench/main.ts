@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, openDatabase, redactUrl } from "../src/db/client.ts";
 import { caseSelected, parseOptions, type BenchOptions } from "./args.ts";
-import { buildCases, readDataset, type BenchCase } from "./cases.ts";
+import { buildCases, inQuickBench, readDataset, type BenchCase } from "./cases.ts";
 import { captureCase, createRecorder, replay, type Capture } from "./capture.ts";
 import { createProtocolClient } from "./clients.ts";
 import { Explainer, type StatementPlans } from "./explain.ts";
@@ -107,7 +107,7 @@ async function main(): Promise<number> {
   const allCases = buildCases(dataset);
   const allScenarios = buildMixedScenarios(allCases, options.writerRate);
   const allIds = [...allCases.map((c) => c.id), ...allScenarios.map((s) => s.id)];
-  const cases = allCases.filter((c) => caseSelected(c.id, options.cases, allIds));
+  const cases = allCases.filter((c) => caseSelected(c.id, options.cases, allIds) && (options.cases.length > 0 || !options.quick || inQuickBench(c)));
   // A quick run is for iterating on the cases; the mixed load (a minute of its own) runs only when named.
   const mixedSelected = (id: string) => (options.quick ? options.cases.length > 0 : true) && caseSelected(id, options.cases, allIds);
   const scenarios = allScenarios.filter((s) => mixedSelected(s.id) && options.protocols.includes(s.heavyProtocol));
@@ -115,7 +115,7 @@ async function main(): Promise<number> {
     `${dataset.transactions.toLocaleString("en-US")} transactions, ${dataset.traces.toLocaleString("en-US")} traces; hot account ${dataset.hot?.transactions ?? 0} tx, cold ${dataset.cold?.transactions ?? 0} tx, tiny ${dataset.tiny?.transactions ?? 0} tx`,
   );
   if (options.list) {
-    for (const c of allCases) log(`${caseSelected(c.id, options.cases, allIds) ? "*" : " "} ${c.id.padEnd(26)} ${c.title}\n    ${c.restPath}`);
+    for (const c of allCases) log(`${cases.includes(c) ? "*" : " "} ${c.id.padEnd(26)} ${c.title}\n    ${c.restPath}`);
     for (const s of allScenarios) log(`${scenarios.includes(s) ? "*" : " "} ${s.id.padEnd(26)} ${describeMixedScenario(s, options)}`);
     return 0;
   }
@@ -265,7 +265,7 @@ async function main(): Promise<number> {
   await server.stop();
   const peakRssMb = Math.max(memory.hwmMb, endedPeakMb);
 
-  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes, mixed, config.requestTimeoutMs);
+  const targets = evaluateTargets(cases, runs, dataset, peakRssMb, crashes, mixed, config.requestTimeoutMs, os.cpus().length);
   const finishedAt = new Date();
   const cpus = os.cpus();
   const { databaseUrl, ...rest } = options;

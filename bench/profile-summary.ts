@@ -55,6 +55,10 @@ function kindOf(functionName: string, where: string): string | undefined {
   return undefined;
 }
 
+const otherKind = "other (HTTP, event loop, ...)";
+/** Kinds only a request's work has: the first sample of one ends the start-up. */
+const requestKinds = new Set(["driver (reading rows)", "protobuf", "JSON (presenting, stringifying)", "objects from rows (scan, assemble)"]);
+
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: "string" } } });
 const top = Number(values.top ?? 25);
 for (const file of positionals) {
@@ -69,7 +73,8 @@ for (const file of positionals) {
   const byFunction = new Map<string, number>();
   const byPlace = new Map<string, number>();
   const inclusive = new Map<string, number>();
-  const byKind = new Map<string, number>();
+  /** The kind of each sampled node, from its stack. */
+  const kindOfNode = new Map<number, string>();
   for (const [id, us] of self) {
     const node = byId.get(id);
     if (node === undefined) continue;
@@ -86,20 +91,30 @@ for (const file of positionals) {
       if (cf === undefined) break;
       const w = where(cf.url);
       kind ??= kindOf(cf.functionName, w);
-      // Building the server (the body decoder's schema compiled at start) is no request's work.
-      if (cf.functionName === "createServer" && w.endsWith("src/server.ts")) startUp = true;
+      // Building the server (the body decoder's schema compiled at start) and loading modules are no request's work.
+      if (cf.functionName === "createServer" && /src\/(server\/)?server\.ts$/.test(w)) startUp = true;
+      if (w.startsWith("node:internal/modules/")) startUp = true;
       if (!w.startsWith("src/")) continue;
       const key = `${cf.functionName || "(anonymous)"} ${w}:${cf.lineNumber + 1}`;
       if (seen.has(key)) continue;
       seen.add(key);
       inclusive.set(key, (inclusive.get(key) ?? 0) + us);
     }
-    if (startUp) kind = "start-up";
-    kind ??= "other (HTTP, event loop, ...)";
-    byKind.set(kind, (byKind.get(kind) ?? 0) + us);
+    kindOfNode.set(id, startUp ? "start-up" : (kind ?? otherKind));
   }
-  const busyUs = totalUs - (byKind.get("idle") ?? 0);
+  // Until the first sample of a request's own work, whatever ran (the garbage collector included) was the start-up's.
+  const byKind = new Map<string, number>();
+  let serving = false;
+  profile.samples.forEach((id, i) => {
+    let kind = kindOfNode.get(id) ?? otherKind;
+    if (!serving && requestKinds.has(kind)) serving = true;
+    if (!serving && kind !== "idle") kind = "start-up";
+    byKind.set(kind, (byKind.get(kind) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  });
+  const startUpUs = byKind.get("start-up") ?? 0;
+  const busyUs = totalUs - (byKind.get("idle") ?? 0) - startUpUs;
   byKind.delete("idle");
+  byKind.delete("start-up");
   const pct = (us: number) => `${((100 * us) / totalUs).toFixed(1).padStart(5)}%`;
   const print = (title: string, map: Map<string, number>) => {
     process.stdout.write(`\n${title}\n`);
@@ -109,7 +124,9 @@ for (const file of positionals) {
   print("self time by package / file", byPlace);
   print("self time by function", byFunction);
   print("inclusive time of src/ functions", inclusive);
-  process.stdout.write(`\nshares of the busy time (${(busyUs / 1e6).toFixed(1)} s, idle left out); a native frame counts as its caller's kind\n`);
+  process.stdout.write(
+    `\nshares of the busy time (${(busyUs / 1e6).toFixed(1)} s; idle and start-up, ${(startUpUs / 1e6).toFixed(1)} s, left out); a native frame counts as its caller's kind\n`,
+  );
   for (const [k, us] of [...byKind].sort((a, b) => b[1] - a[1])) {
     process.stdout.write(`  ${((100 * us) / busyUs).toFixed(1).padStart(5)}% ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}\n`);
   }

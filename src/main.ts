@@ -1,13 +1,13 @@
 import { ConfigError, helpText, loadConfig } from "./runtime/config.ts";
 import { databaseOptions, openDatabase, redactUrl } from "./db/client.ts";
 import { checkSchemaVersion, formatVersion, UnsupportedSchemaError } from "./db/version.ts";
-import { startDemoDatabase, type EmbeddedDatabase } from "./embedded/pglite.ts";
+import type { EmbeddedDatabase } from "./embedded/pglite.ts";
 import { log, setLogLevel } from "./runtime/log.ts";
 import { Telemetry } from "./observability/telemetry.ts";
 import { startTracing } from "./observability/tracing.ts";
 import { createServer } from "./server/server.ts";
 import { demoReplaySeconds, usageExamples } from "./server/usage.ts";
-import { startDemoReplay } from "./demo/replay.ts";
+import type { startDemoReplay } from "./demo/replay.ts";
 
 async function main(): Promise<number> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
@@ -22,6 +22,8 @@ async function main(): Promise<number> {
   let embedded: EmbeddedDatabase | undefined;
   let databaseUrl = config.databaseUrl;
   if (databaseUrl === undefined) {
+    // PGlite and the demo dataset are loaded only for the demo: a service with DATABASE_URL never holds them.
+    const { startDemoDatabase } = await import("./embedded/pglite.ts");
     // The pools, plus the availability probe's connection.
     embedded = await startDemoDatabase(config.poolSize + 1);
     databaseUrl = embedded.url;
@@ -47,7 +49,7 @@ async function main(): Promise<number> {
   if (embedded !== undefined) {
     const stopWatching = server.onStreamOpened(() => {
       stopWatching();
-      void startDemoReplay(db, demoReplaySeconds * 1000).then(
+      void import("./demo/replay.ts").then(({ startDemoReplay }) => startDemoReplay(db, demoReplaySeconds * 1000)).then(
         (started) => (replay = started),
         (err: unknown) => log.warn("demo replay could not start", { error: err }),
       );

@@ -1,26 +1,118 @@
 import { describe, expect, it } from "vitest";
 import type { LatencyStats } from "../bench/load.ts";
-import { evaluateTargets, type RunResult } from "../bench/report.ts";
-import type { DatasetFacts } from "../bench/cases.ts";
+import { evaluateTargets, targetsText, type RunResult, type Target } from "../bench/report.ts";
+import type { BenchCase, DatasetFacts } from "../bench/cases.ts";
 
-function run(protocol: RunResult["protocol"], concurrency: number, stats: Partial<LatencyStats>): RunResult {
+function run(
+  protocol: RunResult["protocol"],
+  concurrency: number,
+  stats: Partial<LatencyStats>,
+  cpu: Partial<RunResult["cpuPerRequestMs"]> = {},
+  caseId = "traces.hot.l1000",
+  peakRssMb?: number,
+): RunResult {
   return {
-    case: "traces.hot.l1000",
+    case: caseId,
     protocol,
     concurrency,
     stats: { n: 10, errors: 0, deadlineExceeded: 0, censored: 0, failuresByStatus: {}, p50: 100, p90: 100, p99: 100, max: 100, mean: 100, rps: 1, elapsedMs: 1000, bytesPerRequest: 0, ...stats } as LatencyStats,
-    cpuPerRequestMs: { server: 1, postgres: 1, bench: 1 },
+    cpuPerRequestMs: { server: 1, postgres: 1, bench: 1, ...cpu },
+    peakRssMb,
   };
 }
+
+const page = (id: string, op: BenchCase["tags"]["op"] = "traces") => ({ id, tags: { op } }) as BenchCase;
+const dataset = { transactions: 2_000_000 } as DatasetFacts;
+const evaluate = (cases: BenchCase[], runs: RunResult[], peakRssMb = 100) => evaluateTargets(cases, runs, dataset, peakRssMb, [], [], 10_000, 2);
+const target = (targets: Target[], start: string) => {
+  const found = targets.find((t) => t.name.startsWith(start));
+  if (found === undefined) throw new Error(`no target "${start}…" in ${targets.map((t) => t.name).join(" / ")}`);
+  return found;
+};
 
 describe("the bench's targets", () => {
   it("never calls runs with requests shed at the deadline 'none shed'", () => {
     const runs = [run("floor", 16, { p99: 6700 }), run("rest", 16, { deadlineExceeded: 8 }), run("grpc", 16, {})];
-    const targets = evaluateTargets([], runs, { transactions: 2_000_000 } as DatasetFacts, 100, [], [], 10_000);
-    const deadline = targets.find((t) => t.name.startsWith("no 504"));
-    expect(deadline?.pass).toBe(false);
-    expect(deadline?.detail).not.toMatch(/none shed/);
-    expect(deadline?.detail).toMatch(/1 of 2 runs shed requests/);
-    expect(deadline?.failures).toHaveLength(1);
+    const targets = evaluateTargets([], runs, dataset, 100, [], [], 10_000);
+    const deadline = target(targets, "no 504");
+    expect(deadline.pass).toBe(false);
+    expect(deadline.detail).not.toMatch(/none shed/);
+    expect(deadline.detail).toMatch(/1 of 2 runs shed requests/);
+    expect(deadline.failures).toHaveLength(1);
+  });
+
+  it("fails a page case under 0.8× its floor's throughput at concurrency 16, saying what each side spent and how much of the cores the server took", () => {
+    const runs = [
+      run("floor", 16, { rps: 62.8 }, { postgres: 15.9, bench: 9.1 }, "traces.hot.l100"),
+      run("rest", 16, { rps: 26.6 }, { server: 36.7, postgres: 16.6 }, "traces.hot.l100"),
+      run("floor", 16, { rps: 35 }, { postgres: 27 }, "blockTransactionsExt.c1000"),
+      run("grpc", 16, { rps: 30 }, { server: 20, postgres: 27 }, "blockTransactionsExt.c1000"),
+    ];
+    const throughput = target(evaluate([page("traces.hot.l100"), page("blockTransactionsExt.c1000", "getBlockTransactionsExt")], runs), "throughput");
+    expect(throughput.group).toBe("issue25");
+    expect(throughput.pass).toBe(false);
+    expect(throughput.failures).toHaveLength(1);
+    const [why] = throughput.failures;
+    expect(why).toMatch(/^traces\.hot\.l100 rest: 27 vs floor 63 req\/s \(×0\.42 < 0\.8\)/);
+    expect(why).toMatch(/server CPU 36\.7 ms vs PostgreSQL 16\.6 ms per request/);
+    // 36.7 ms × 26.6 req/s = 0.98 cores of the 2.
+    expect(why).toMatch(/the server's CPU makes up 0\.98 of the 2 cores at c16/);
+    expect(why).toMatch(/the floor's PostgreSQL 15\.9 ms \+ its client 9\.10 ms per request/);
+    expect(throughput.detail).toMatch(/^1\/2 hold; worst traces\.hot\.l100 rest ×0\.42/);
+  });
+
+  it("holds the throughput target with its margin when every case reaches 0.8× its floor", () => {
+    const runs = [run("floor", 16, { rps: 100 }, {}, "adjacentTransactions"), run("rest", 16, { rps: 92 }, {}, "adjacentTransactions")];
+    const throughput = target(evaluate([page("adjacentTransactions", "adjacentTransactions")], runs), "throughput");
+    expect(throughput.pass).toBe(true);
+    expect(throughput.detail).toBe("1/1 hold; tightest adjacentTransactions rest ×0.92 of the floor's req/s (15 % inside the bound)");
+  });
+
+  it("fails a page case whose server CPU per request exceeds PostgreSQL's, and ignores cases that are not pages", () => {
+    const runs = [
+      run("rest", 16, { rps: 26.6 }, { server: 36.7, postgres: 16.6 }, "traces.hot.l100"),
+      run("grpc", 16, { rps: 20 }, { server: 10, postgres: 16 }, "traces.hot.l100"),
+      run("rest", 16, { rps: 4000 }, { server: 0.22, postgres: 0.03 }, "masterchainInfo"),
+    ];
+    const cpu = target(evaluate([page("traces.hot.l100"), page("masterchainInfo", "masterchainInfo")], runs), "server CPU per request");
+    expect(cpu.pass).toBe(false);
+    expect(cpu.failures).toEqual([
+      "traces.hot.l100 rest: server CPU 36.7 ms vs PostgreSQL 16.6 ms per page; the server's CPU makes up 0.98 of the 2 cores at c16, PostgreSQL's 0.44, the load generator's 0.03 (×2.21)",
+    ]);
+    expect(cpu.detail).toMatch(/^1\/2 hold; worst traces\.hot\.l100 rest: server 36\.7 ms vs PostgreSQL 16\.6 ms \(×2\.21, 121 % outside the bound\)/);
+  });
+
+  it("judges masterchainInfo against 1.5× its floor's own rate, not an absolute rate", () => {
+    const cases = [page("masterchainInfo", "masterchainInfo")];
+    const floor = run("floor", 16, { rps: 3330 }, { postgres: 0.2, bench: 0.1 }, "masterchainInfo");
+    const slow = target(evaluate(cases, [floor, run("rest", 16, { rps: 4539 }, { server: 0.22, postgres: 0.03 }, "masterchainInfo")]), "masterchainInfo");
+    expect(slow.pass).toBe(false);
+    expect(slow.detail).toMatch(/^4539 vs the floor's 3330 req\/s \(×1\.36, 9 % outside the bound\); server CPU 0\.22 ms vs PostgreSQL 0\.03 ms per request/);
+    const fast = target(evaluate(cases, [floor, run("rest", 16, { rps: 5200 }, {}, "masterchainInfo")]), "masterchainInfo");
+    expect(fast.pass).toBe(true);
+    expect(fast.detail).toBe("5200 vs the floor's 3330 req/s (×1.56, 4 % inside the bound)");
+  });
+
+  it("bounds the peak RSS at 250 MB and names the first run's RSS", () => {
+    const runs = [run("rest", 1, {}, {}, "masterchainInfo", 207), run("rest", 1, {}, {}, "traces.cold.l1000", 256)];
+    const over = target(evaluate([], runs, 258), "server peak RSS");
+    expect(over.name).toMatch(/≤ 250 MB/);
+    expect(over.pass).toBe(false);
+    expect(over.detail).toMatch(/^peak 258 MB .*, 8 MB above the bound; highest in a run: 256 MB in traces\.cold\.l1000 rest c=1; the first run \(masterchainInfo rest c=1\) already 207 MB$/);
+    expect(target(evaluate([], runs, 249), "server peak RSS").pass).toBe(true);
+  });
+
+  it("lists issue 25's targets first, the earlier rounds' after them, the run's own soundness last", () => {
+    const runs = [run("rest", 1, { errors: 3, firstError: "REST 503" }), run("floor", 1, {}), run("rest", 16, {})];
+    const targets = evaluate([page("traces.hot.l1000")], runs);
+    const groups = targets.map((t) => t.group);
+    expect(groups.indexOf("earlier")).toBeGreaterThan(groups.lastIndexOf("issue25"));
+    expect(groups.indexOf("run")).toBeGreaterThan(groups.lastIndexOf("earlier"));
+    expect(target(targets, "traces: hot account").group).toBe("earlier");
+    expect(target(targets, "no case above 100 ms").group).toBe("earlier");
+    const text = targetsText(targets);
+    expect(text.indexOf("Issue 25 (performance round 3):")).toBe(0);
+    expect(text.indexOf("Earlier rounds' targets")).toBeGreaterThan(text.indexOf("HOLD  server peak RSS"));
+    expect(text).toMatch(/\nFAIL  no request failed: 1 runs had errors\n {8}traces\.hot\.l1000 rest c=1: 3 errors, first: REST 503/);
   });
 });

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
-import * as esbuild from "esbuild";
 
 // The trace explorer's browser code (explorer/src/, TypeScript) bundled by esbuild into one script and one
 // stylesheet, in memory.
@@ -54,6 +53,8 @@ async function explorerFile(name: string, type: string, contents: Uint8Array): P
  * the same bytes, whatever the checkout's folder (minified output names no paths).
  */
 export async function buildExplorer(): Promise<ExplorerBundle> {
+  // Loaded at the first build: a process that never serves /explorer never loads esbuild's API.
+  const esbuild = await import("esbuild");
   const result = await esbuild.build({
     absWorkingDir: projectRoot,
     entryPoints: { explorer: "explorer/src/main.ts" },
@@ -92,7 +93,7 @@ let built: Promise<ExplorerBundle> | undefined;
 export function explorerBundle(): Promise<ExplorerBundle> {
   built ??= buildExplorer().then(
     (bundle) => {
-      void esbuild.stop();
+      void import("esbuild").then((esbuild) => esbuild.stop());
       return bundle;
     },
     (err: unknown) => {
