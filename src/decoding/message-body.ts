@@ -1,9 +1,8 @@
-import { readFileSync } from "node:fs";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { serializeBoc } from "../ton/boc.ts";
 import { leafBagOfCells, parseRawBoc, RawCell, toCoreCell } from "../ton/raw-cell.ts";
 import { type Decoded, TlbDecoder } from "./tlb-decoder.ts";
-import { type Constructor, TlbSchema } from "./tlb-schema.ts";
+import { type CompiledSchema, type Constructor, readCompiledSchema } from "./compiled-schema.ts";
 
 // What toncenter returns as a message's `decoded` and `decoded_opcode` (facts: ton-indexer's ton-marker and its
 // Go caller), computed from our TL-B schema:
@@ -45,10 +44,12 @@ export const schemaFiles: readonly string[] = [
 const maxNesting = 10;
 const walletMessagesMax = 4;
 
-export function loadSchema(files: readonly string[] = schemaFiles): TlbSchema {
-  const schema = new TlbSchema();
-  for (const file of files) schema.add(readFileSync(new URL(`./schema/${file}`, import.meta.url), "utf8"), file);
-  return schema;
+/**
+ * The schema of the given files, tried in their order, from schema/compiled.json (`npm run generate:tlb`): the
+ * service never parses TL-B text, nor loads the parser.
+ */
+export function loadSchema(files: readonly string[] = schemaFiles): CompiledSchema {
+  return readCompiledSchema(files);
 }
 
 function byOpcode(constructors: readonly Constructor[]): Map<number, Constructor[]> {
@@ -85,7 +86,7 @@ export class MessageBodyDecoder {
   readonly #payloads: Map<number, Constructor[]>;
   readonly #names = new Map<number, string>();
 
-  constructor(schema: TlbSchema = loadSchema()) {
+  constructor(schema: CompiledSchema = loadSchema()) {
     this.#decoder = new TlbDecoder(schema);
     this.#bodies = byOpcode(schema.constructors("InternalMsgBody"));
     this.#payloads = byOpcode(schema.constructors("ForwardPayload"));

@@ -3,8 +3,8 @@ import type { DecodedContent } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { JsonText } from "../present/json-text.ts";
 import { MessageBodyDecoder } from "./message-body.ts";
 
-// Compiled on first use: reading the schema takes most of a second, which a service with DECODE_BODIES=false
-// and every test that never decodes should not pay at start-up.
+// Built on first use: a service with DECODE_BODIES=false, and every test that never decodes, need not hold the
+// schema (read from schema/compiled.json in about 2 ms, where parsing the .tlb files took 0.6 s).
 let compiled: MessageBodyDecoder | undefined;
 function decoder(): MessageBodyDecoder {
   compiled ??= new MessageBodyDecoder();
@@ -53,7 +53,7 @@ class RecentBodies {
 
 let recent = new RecentBodies(0);
 
-/** Compiles the schema now if bodies are to be decoded, so that no request waits for it. */
+/** Loads the schema now if bodies are to be decoded, so that no request waits for it. */
 export function prepareBodyDecoding(settings: BodyDecodingSettings): void {
   if (settings.decodeBodies) decoder();
 }

@@ -1,5 +1,5 @@
 import { RawCell, restOfRawCell } from "../ton/raw-cell.ts";
-import type { Constructor, Field, TlbSchema, TypeExpr } from "./tlb-schema.ts";
+import type { CompiledSchema, Constructor, Field, TypeExpr } from "./compiled-schema.ts";
 
 // Reads cells against a compiled TL-B schema and prints the value the way tlbc's generic JSON printer does, which
 // is what toncenter returns as `decoded`:
@@ -91,8 +91,8 @@ export class TlbDecoder {
   /** The numeric value of the last natural read, bound to its field's name by the caller. */
   #lastNat: number | undefined;
 
-  readonly #schema: TlbSchema;
-  constructor(schema: TlbSchema) {
+  readonly #schema: CompiledSchema;
+  constructor(schema: CompiledSchema) {
     this.#schema = schema;
   }
 

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import {
   BuiltinOneArgExpr,
   BuiltinZeroArgs,
@@ -19,79 +20,79 @@ import {
   NumberExpr,
 } from "@ton-community/tlb-parser";
 import { buildAST, buildGrammar } from "@ton-community/tlb-parser/dist/intermediate.js";
+import {
+  CompiledSchema,
+  type Constructor,
+  type Field,
+  type StoredConstructor,
+  type StoredSchema,
+  storedConstructor,
+  type TypeExpr,
+} from "./compiled-schema.ts";
 
-// A TL-B schema compiled for the decoder in tlb-decoder.ts.
+export type { Constructor, Field, TypeExpr } from "./compiled-schema.ts";
+
+// The TL-B schema compiler: from the text of schema/*.tlb to the plain data that the decoder in tlb-decoder.ts
+// interprets (compiled-schema.ts). It runs at build time (`npm run generate:tlb` writes schema/compiled.json) and in
+// tests, never in the service, which loads compiled.json without the parser.
 //
 // The schema language is parsed by @ton-community/tlb-parser (the TON community's maintained grammar for TL-B, the
 // same one its code generator uses): it turns the text into an AST and nothing else. We do not use its sibling
-// @ton-community/tlb-codegen, because generated code would have to be regenerated and committed for every schema
-// change and prints values its own way (bigint, Address objects, `kind` names), while toncenter's form is the
-// generic print of tlbc (see message-body.ts); nor @ton-community/tlb-runtime, which the npm registry does not carry.
-// So the AST is compiled here into plain data that the decoder interprets.
+// @ton-community/tlb-codegen, because generated code prints values its own way (bigint, Address objects, `kind`
+// names), while toncenter's form is the generic print of tlbc (see message-body.ts); nor
+// @ton-community/tlb-runtime, which the npm registry does not carry. So the AST is compiled here into plain data.
 
-/** A type expression: the type of a field, or an argument of a type. */
-export type TypeExpr =
-  | { readonly k: "name"; readonly name: string; readonly args: readonly TypeExpr[] }
-  | { readonly k: "num"; readonly value: number }
-  | { readonly k: "add" | "mul"; readonly left: TypeExpr; readonly right: TypeExpr }
-  /** `~x`: a value the type computes and hands back (Unary ~n, HmLabel ~l m). */
-  | { readonly k: "out"; readonly inner: TypeExpr }
-  | { readonly k: "ref"; readonly inner: TypeExpr }
-  /** `[ fields ]` or `^[ fields ]` written inline. */
-  | { readonly k: "record"; readonly fields: readonly Field[] }
-  /** `flags.3?X` (bit 3 of flags set) or `n?X` (n non-zero). */
-  | { readonly k: "cond"; readonly flag: TypeExpr; readonly bit: number | null; readonly inner: TypeExpr }
-  /** `## n`, `#< n`, `#<= n` and `#` (uint32). */
-  | { readonly k: "nat"; readonly op: "##" | "#<" | "#<=" | "#"; readonly arg: TypeExpr | null };
-
-export type Field =
-  /** `{n:#}` or `{X:Type}`: bound from the type's arguments or computed by a later field. */
-  | { readonly k: "param"; readonly name: string }
-  /** `{n <= m}`, `{n = (~m) + l}`. */
-  | { readonly k: "check"; readonly left: TypeExpr; readonly op: string; readonly right: TypeExpr }
-  /** A stored field; `name` is "" for an anonymous one (`_:X`), printed under the empty key as tlbc does. */
-  | { readonly k: "value"; readonly name: string; readonly type: TypeExpr };
-
-export interface Constructor {
-  /** "" for `_`: printed without "@type". */
-  readonly name: string;
-  readonly typeName: string;
-  readonly tagBits: number;
-  readonly tag: bigint;
-  readonly params: ReadonlySet<string>;
-  readonly args: readonly TypeExpr[];
-  readonly fields: readonly Field[];
-}
-
-export class TlbSchema {
-  readonly types = new Map<string, Constructor[]>();
-
-  constructors(typeName: string): readonly Constructor[] {
-    return this.types.get(typeName) ?? [];
-  }
-
+/** A schema that can compile TL-B source text into itself. */
+export class TlbSchema extends CompiledSchema {
   /** Compiles TL-B source text into this schema; later declarations of a type follow earlier ones in priority. */
   add(source: string, origin: string): void {
-    const grammar = tlbGrammar();
-    for (const text of declarationTexts(source)) {
-      let program;
-      try {
-        program = buildAST(text, grammar);
-      } catch (error) {
-        // The whole file's error, whose position counts from the file's start (this text's does not).
-        throw new Error(`${origin}: ${(parseFailure(source, grammar) ?? (error as Error)).message}`);
-      }
-      for (const declaration of program.declarations) {
-        const constructor = compileDeclaration(declaration, origin);
-        const list = this.types.get(constructor.typeName);
-        if (list) list.push(constructor);
-        else this.types.set(constructor.typeName, [constructor]);
-      }
-    }
+    for (const constructor of compileTlb(source, origin)) this.append(constructor);
   }
 }
 
-// How the schema is parsed, for the service's start-up. The parser's `ast()` builds its grammar anew at every call
+/** The constructors TL-B source text declares, in its order; `origin` names the text in errors. */
+export function compileTlb(source: string, origin: string): Constructor[] {
+  const grammar = tlbGrammar();
+  const constructors: Constructor[] = [];
+  for (const text of declarationTexts(source)) {
+    let program;
+    try {
+      program = buildAST(text, grammar);
+    } catch (error) {
+      // The whole file's error, whose position counts from the file's start (this text's does not).
+      throw new Error(`${origin}: ${(parseFailure(source, grammar) ?? (error as Error)).message}`);
+    }
+    for (const declaration of program.declarations) constructors.push(compileDeclaration(declaration, origin));
+  }
+  return constructors;
+}
+
+const schemaDirectory = new URL("./schema/", import.meta.url);
+
+/** Every schema/*.tlb file compiled on its own, as schema/compiled.json stores them. */
+export function compileSchemaFiles(): StoredSchema {
+  const files: { [file: string]: StoredConstructor[] } = {};
+  for (const file of readdirSync(schemaDirectory).filter((name) => name.endsWith(".tlb")).sort()) {
+    files[file] = compileTlb(readFileSync(new URL(file, schemaDirectory), "utf8"), file).map(storedConstructor);
+  }
+  return { files };
+}
+
+/**
+ * The text of schema/compiled.json: one constructor per line, so that a change to a .tlb file shows in review as
+ * the lines of the constructors it changed.
+ */
+export function storedSchemaText(schema: StoredSchema): string {
+  const files = Object.entries(schema.files).map(([file, constructors]) => {
+    const lines = constructors.map((constructor) => `      ${JSON.stringify(constructor)}`);
+    return `    ${JSON.stringify(file)}: [\n${lines.join(",\n")}\n    ]`;
+  });
+  const generated = "written by npm run generate:tlb from src/decoding/schema/*.tlb: edit those, then run it";
+  return `{\n  "generated": ${JSON.stringify(generated)},\n  "files": {\n${files.join(",\n")}\n  }\n}\n`;
+}
+
+// How the schema is parsed (at the service's start-up until compiled.json; now by `npm run generate:tlb` and the
+// tests, whose time it still is). The parser's `ast()` builds its grammar anew at every call
 // (ohm-js reading the TL-B grammar's own text), and ohm memoizes every rule at every position of its input, so whole
 // files at once took 1.1 s and left 37 MB of the old generation committed for a compiled schema of under 1 MB (V8
 // keeps the pages a heap has once committed). One grammar for all the files, and one declaration at a time, whose
@@ -109,8 +110,8 @@ function parseFailure(source: string, grammar: ReturnType<typeof buildGrammar>):
 let sharedGrammar: WeakRef<ReturnType<typeof buildGrammar>> | undefined;
 
 /**
- * The grammar, built once for the files compiled in one go: a WeakRef keeps it until the current job ends, so the
- * service does not hold it once its schema is compiled.
+ * The grammar, built once for the files compiled in one go: a WeakRef keeps it until the current job ends, so a
+ * process does not hold it once its schema is compiled.
  */
 function tlbGrammar(): ReturnType<typeof buildGrammar> {
   const grammar = sharedGrammar?.deref() ?? buildGrammar();
@@ -215,7 +216,9 @@ function compileType(expr: Expression, where: string): TypeExpr {
   if (expr instanceof NegateExpr) return { k: "out", inner: compileType(expr.expr, where) };
   if (expr instanceof CellRefExpr) return { k: "ref", inner: compileType(expr.expr, where) };
   if (expr instanceof CondExpr) {
-    return { k: "cond", flag: compileType(expr.left, where), bit: expr.dotExpr, inner: compileType(expr.condExpr, where) };
+    // The parser gives the bit as a Number object (`new Number("3")`): a primitive is what JSON gives back.
+    const bit = expr.dotExpr === null ? null : Number(expr.dotExpr);
+    return { k: "cond", flag: compileType(expr.left, where), bit, inner: compileType(expr.condExpr, where) };
   }
   if (expr instanceof BuiltinOneArgExpr) return { k: "nat", op: expr.name, arg: compileType(expr.arg, where) };
   if (expr instanceof BuiltinZeroArgs) return { k: "nat", op: "#", arg: null };
