@@ -30,8 +30,6 @@ import {
   type TypeExpr,
 } from "./compiled-schema.ts";
 
-export type { Constructor, Field, TypeExpr } from "./compiled-schema.ts";
-
 // The TL-B schema compiler: from the text of schema/*.tlb to the plain data that the decoder in tlb-decoder.ts
 // interprets (compiled-schema.ts). It runs at build time (`npm run generate:tlb` writes schema/compiled.json) and in
 // tests, never in the service, which loads compiled.json without the parser.
