@@ -9,9 +9,9 @@ import { type Config, loadConfig } from "../../src/runtime/config.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 import { readTransactionRecordings } from "./recordings.ts";
 
-// What the differential tests of the trace encoders (test/v3-json-encoder.test.ts, test/proto-encoder.test.ts) share:
-// the indexes they read (the recordings, a generated chain) and every trace of one, a page of ids at a time, in
-// every variant a page is written differently in.
+// The set-up of the protobuf trace encoder's differential test (test/proto-encoder.test.ts), as
+// test/v3-json-encoder.test.ts does it: the indexes compared on (the recordings, a generated chain) and every trace
+// of one, a page of ids at a time, in every variant a page is written differently in.
 
 export interface TraceVariant {
   includeActions: boolean;
