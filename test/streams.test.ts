@@ -1,11 +1,12 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { existsSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { rolldown } from "rolldown";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fromBinary, toBinary, create } from "@bufbuild/protobuf";
-import { GetAdjacentTransactionsRequestSchema, GetMasterchainInfoResponseSchema } from "../gen/tonquery/v1/service_pb.ts";
-import type { StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
+import { fromBinary, toBinary, create, type MessageInitShape } from "@bufbuild/protobuf";
+import { GetAdjacentTransactionsRequestSchema, GetMasterchainInfoResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import type { StreamTracesRequestSchema, StreamTracesResponse } from "../gen/tonquery/v1/stream_pb.ts";
 import { createTestDatabase, type TestDatabase, testEngine } from "./support/database.ts";
 import { type LiveAppender, startLiveAppender, testAccounts } from "./support/live-appender.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
@@ -202,6 +203,39 @@ describe.skipIf(pglite)("StreamTraces and the REST streams against a live writer
       }
     } finally {
       await writer.stop();
+    }
+  });
+
+  it("StreamTraces over gRPC, gRPC-web and Connect binary (written from the rows) sends the messages Connect JSON sends", async () => {
+    await writer.append(2);
+    const target = writer.next - 1;
+    // connect-node's Connect transport speaks binary unless told otherwise (the suite's "connect" client does).
+    const connect = (useBinaryFormat: boolean) => createClient(TonQueryService, createConnectTransport({ baseUrl: server.baseUrl, httpVersion: "1.1", useBinaryFormat }));
+    const clients = [connect(false), server.client("grpc"), server.client("grpc-web"), connect(true)];
+    const read = async (client: (typeof clients)[number], request: MessageInitShape<typeof StreamTracesRequestSchema>) => {
+      const controller = new AbortController();
+      const blocks: StreamTracesResponse[] = [];
+      try {
+        for await (const message of client.streamTraces({ ...request, resumeAfter: firstSeqno - 1 }, { signal: controller.signal })) {
+          if (!message.heartbeat) blocks.push(message);
+          if (message.position >= target) break;
+        }
+      } finally {
+        controller.abort();
+      }
+      return blocks;
+    };
+    const requests: MessageInitShape<typeof StreamTracesRequestSchema>[] = [
+      { accounts: followed, includeTransactions: true, includeActions: true, includeAddressBook: true, includeMetadata: true },
+      // Headers and actions only.
+      { accounts: followed, includeActions: true },
+    ];
+    for (const request of requests) {
+      const [json, ...binary] = await Promise.all(clients.map((client) => read(client, request)));
+      expect(json?.length).toBeGreaterThan(3);
+      expect(json?.some((message) => message.traces.some((trace) => trace.actions.length > 0))).toBe(true);
+      if (request.includeTransactions) expect(json?.some((message) => message.traces.some((trace) => trace.transactions.some((tx) => tx.inMsg?.messageContent?.decoded !== undefined)))).toBe(true);
+      for (const messages of binary) expect(messages).toEqual(json);
     }
   });
 

@@ -1,8 +1,5 @@
-import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { runQuery, type Sql } from "./client.ts";
-import type { BodyDecoding } from "../decoding/page-bodies.ts";
 import {
-  scanTransactionRows,
   selectMessageRows,
   selectStateRows,
   selectTransactionRows,
@@ -151,16 +148,6 @@ function afterPosition(sql: Sql, key: ReturnType<Sql>, position: TracePosition, 
   }
   const bound = sql`(${key}, E.trace_id) ${ascending ? sql`>` : sql`<`} (${position.key}::int8, ${id})`;
   return ascending ? sql`(${bound} or ${key} is null)` : bound;
-}
-
-/** Every transaction of the given traces, in trace order, as Transactions (see selectTraceTransactionRows). */
-export async function selectTraceTransactions(
-  sql: Sql,
-  signal: AbortSignal,
-  traceIds: readonly string[],
-  bodies: BodyDecoding,
-): Promise<Transaction[]> {
-  return scanTransactionRows(await selectTraceTransactionRows(sql, signal, traceIds), bodies);
 }
 
 /**

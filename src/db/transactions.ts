@@ -357,9 +357,19 @@ function scanMessage(row: MessageRow, bodies: BodyDecoding): Message {
     messageContent: messageBody(row.body_hash, row.body, bodies.decode(row.body_hash, row.body)),
     initState: messageBody(row.init_state_hash, row.init_state_body, undefined),
     hashNorm: optional(row.msg_hash_norm),
-    inMsgTxHash: row.direction === "out" ? optional(row.counterpart_tx_hash) : row.tx_hash,
-    outMsgTxHash: row.direction === "in" ? optional(row.counterpart_tx_hash) : row.tx_hash,
+    inMsgTxHash: inMsgTxHash(row),
+    outMsgTxHash: outMsgTxHash(row),
   };
+}
+
+/** The transaction that sent the message: this row's for an out message, its counterpart (where known) for an in one. */
+export function inMsgTxHash(row: MessageRow): string | undefined {
+  return row.direction === "out" ? optional(row.counterpart_tx_hash) : row.tx_hash;
+}
+
+/** The transaction that received the message: this row's for an in message, its counterpart (where known) for an out one. */
+export function outMsgTxHash(row: MessageRow): string | undefined {
+  return row.direction === "in" ? optional(row.counterpart_tx_hash) : row.tx_hash;
 }
 
 interface Nested {
@@ -370,7 +380,22 @@ interface Nested {
 }
 
 function messageSize(cells: string | null, bits: string | null) {
-  return cells === null || bits === null ? undefined : { cells, bits };
+  return hasMessageSize(cells, bits) ? { cells: cells as string, bits: bits as string } : undefined;
+}
+
+/** Whether a phase's message size is known: both its cells and its bits. */
+export function hasMessageSize(cells: string | null, bits: string | null): boolean {
+  return cells !== null && bits !== null;
+}
+
+/** Whether the transaction has a credit phase: any of its columns set. */
+export function hasCreditPhase(row: TransactionRow): boolean {
+  return row.credit_due_fees_collected !== null || row.credit !== null || row.credit_extra_currencies !== null;
+}
+
+/** Whether the transaction's block is known: workchain, shard and seqno. */
+export function hasBlockRef(row: TransactionRow): boolean {
+  return row.block_workchain !== null && row.block_shard !== null && row.block_seqno !== null;
 }
 
 /**
@@ -421,7 +446,7 @@ function scanTransaction(row: TransactionRow, nested: Nested): Transaction {
               statusChange: row.storage_status_change,
             },
       creditPh:
-        row.credit_due_fees_collected === null && row.credit === null && row.credit_extra_currencies === null
+        !hasCreditPhase(row)
           ? undefined
           : {
               dueFeesCollected: optional(row.credit_due_fees_collected),
@@ -487,10 +512,7 @@ function scanTransaction(row: TransactionRow, nested: Nested): Transaction {
               siblingAddr: optional(row.split_info_sibling_addr),
             },
     },
-    blockRef:
-      row.block_workchain === null || row.block_shard === null || row.block_seqno === null
-        ? undefined
-        : { workchain: row.block_workchain, shard: row.block_shard, seqno: row.block_seqno },
+    blockRef: hasBlockRef(row) ? { workchain: row.block_workchain as number, shard: row.block_shard as string, seqno: row.block_seqno as number } : undefined,
     inMsg: nested.inMsg,
     outMsgs: nested.outMsgs,
     accountStateBefore: nested.before,

@@ -15,13 +15,13 @@ import { getAdjacentTransactions, loadAdjacentTransactions, type LoadedTransacti
 import { defaultCount, getBlockTransactionsExt, loadBlockTransactionsExt, type LoadedBlockTransactions } from "../handlers/block-transactions-ext.ts";
 import { blockTransactionsExtBinary } from "../encode/proto/block-transactions.ts";
 import { getMasterchainInfo } from "../handlers/masterchain-info.ts";
-import { getTraces, streamTraces, type TraceSink, typedTraceSink } from "../handlers/traces.ts";
+import { getTraces, streamTraces, type TraceSink } from "../handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
 import { isSnapshotLost } from "../db/client.ts";
 import { prioritise } from "../db/connection-gate.ts";
 import { prepareBodyDecoding } from "../decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
-import { respondsInBinary, TracesBinaryWriter } from "../present/proto/traces.ts";
+import { respondsInBinary, TracesProtoSink } from "../encode/proto/traces.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { StreamHub } from "../streams/hub.ts";
 import { StreamMetrics } from "../streams/metrics.ts";
@@ -115,7 +115,7 @@ export function createTonQueryService(deps: ServiceDeps) {
         context,
         tracesWeight(request),
         (bounded, slots) =>
-          respondsInBinary(context) ? streamTraces(deps, request, bounded, typedTraceSink(new TracesBinaryWriter()), slots) : getTraces(deps, request, bounded, slots),
+          respondsInBinary(context) ? streamTraces(deps, request, bounded, new TracesProtoSink(), slots) : getTraces(deps, request, bounded, slots),
         finish,
       ),
     getBlockTransactionsExt: <Out = GetBlockTransactionsExtResponse>(

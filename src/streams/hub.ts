@@ -5,7 +5,8 @@ import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses } from "../actions/present.ts";
 import { expandActionTypes } from "../actions/types.ts";
 import { transactionAddresses } from "../handlers/adjacent-transactions.ts";
-import { completeTrace, incompleteTrace, traceHeader } from "../handlers/traces.ts";
+import { completeTrace, incompleteTrace, type LoadedTrace, traceHeader } from "../handlers/traces.ts";
+import type { TransactionRow } from "../db/transactions.ts";
 import { AsyncResource } from "node:async_hooks";
 import { log } from "../runtime/log.ts";
 import type { ServiceDeps } from "../service/deps.ts";
@@ -47,7 +48,10 @@ export interface StreamFilter {
 
 /** One trace of a block as a stream gets it. */
 export interface StreamTrace {
-  trace: Trace;
+  /** As the typed API's Trace: built on first use (the JSON doors'); the binary RPC doors write `loaded` instead. */
+  readonly trace: Trace;
+  /** The same trace as the rows it is written from (src/encode/proto/): `trace` is traceOf(loaded). */
+  loaded: LoadedTrace;
   externalHashNorm: string | undefined;
   /** The accounts of the trace's transactions. */
   accounts: readonly string[];
@@ -714,11 +718,21 @@ export class StreamHub {
       if (row === undefined) continue;
       const transactions = loaded.transactions.get(ref.traceId);
       const actions: TraceAction[] = sub.actionKey === undefined ? [] : (loaded.actions.get(sub.actionKey)?.get(ref.traceId) ?? []);
-      let trace: Trace;
-      if (!sub.filter.includeTransactions) trace = create(TraceSchema, { ...traceHeader(row), actions });
-      else if (transactions === undefined && BigInt(row.nodes_ ?? "0") > BigInt(this.#deps.config.maxTraceTransactions)) trace = incompleteTrace(row);
-      else trace = completeTrace(row, transactions ?? [], actions);
-      traces.push({ trace, externalHashNorm: ref.externalHashNorm, accounts: ref.accounts });
+      // The trace's header and actions only (a complete trace without transactions is written so), a header only
+      // when it is over MAX_TRACE_TRANSACTIONS, or all of it.
+      let build: () => Trace;
+      let rows: readonly TransactionRow[] | undefined;
+      if (!sub.filter.includeTransactions) {
+        build = () => create(TraceSchema, { ...traceHeader(row), actions });
+        rows = [];
+      } else if (transactions === undefined && BigInt(row.nodes_ ?? "0") > BigInt(this.#deps.config.maxTraceTransactions)) {
+        build = () => incompleteTrace(row);
+        rows = undefined;
+      } else {
+        build = () => completeTrace(row, transactions ?? [], actions);
+        rows = loaded.transactionRows.get(ref.traceId) ?? [];
+      }
+      traces.push(streamTrace(build, { row, transactions: rows, rowSet: loaded.rowSet, actions, bodies: loaded.bodies }, ref));
       if (sub.filter.addressBook || sub.filter.metadata) {
         for (const address of transactionAddresses(transactions ?? [])) addresses.add(address);
         for (const action of actions) for (const address of actionAddresses(action)) addresses.add(address);
@@ -733,9 +747,23 @@ export class StreamHub {
       const meta = sub.filter.metadata ? loaded.metadata[address] : undefined;
       if (meta !== undefined) metadata[address] = meta;
     }
-    const utime = block.utime !== 0 ? block.utime : Math.max(0, ...traces.map((t) => t.trace.endUtime ?? 0));
+    const utime = block.utime !== 0 ? block.utime : Math.max(0, ...traces.map((t) => t.loaded.row.end_utime ?? 0));
     return { kind: "block", seqno: block.seqno, utime, traces, addressBook, metadata };
   }
+}
+
+/** A stream's trace, its Trace built once, when a door first asks for it. */
+function streamTrace(build: () => Trace, loaded: LoadedTrace, ref: BlockTraceRef): StreamTrace {
+  let trace: Trace | undefined;
+  return {
+    get trace() {
+      trace ??= build();
+      return trace;
+    },
+    loaded,
+    externalHashNorm: ref.externalHashNorm,
+    accounts: ref.accounts,
+  };
 }
 
 function addressesOfLoad(loaded: LoadedTraces): string[] {

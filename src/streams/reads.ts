@@ -5,8 +5,9 @@ import { selectAddressBook } from "../db/address-book.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
 import { runQuery } from "../db/client.ts";
 import { selectMetadata } from "../db/metadata.ts";
-import { selectTraceRows, selectTraceTransactions, type TraceRow } from "../db/traces.ts";
-import { pageBodyDecoding } from "../decoding/page-bodies.ts";
+import { selectTraceRows, selectTraceTransactionRows, type TraceRow } from "../db/traces.ts";
+import { scanTransactionRows, type TransactionRow, type TransactionRowSet, transactionRowSet } from "../db/transactions.ts";
+import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
 import type { ServiceDeps } from "../service/deps.ts";
 
 // What the stream hub reads from the index. Each read is one "request" of the service: its statements carry one
@@ -103,6 +104,13 @@ export async function selectUnclassified(deps: ServiceDeps, signal: AbortSignal,
 export interface LoadedTraces {
   rows: Map<string, TraceRow>;
   transactions: Map<string, Transaction[]>;
+  /**
+   * The same transactions as rows, by trace, with the set their states and messages are in and the load's body
+   * decoding: what the binary RPC doors write from (src/encode/proto/), without the objects.
+   */
+  transactionRows: Map<string, TransactionRow[]>;
+  rowSet: TransactionRowSet;
+  bodies: BodyDecoding;
   /** Per action type set (its key), each trace's actions. */
   actions: Map<string, Map<string, TraceAction[]>>;
   addressBook: Record<string, AddressBookRow>;
@@ -126,13 +134,23 @@ export interface LoadSpec {
 export async function loadTraces(deps: ServiceDeps, signal: AbortSignal, spec: LoadSpec, addressesOf: (loaded: LoadedTraces) => Iterable<string>): Promise<LoadedTraces> {
   const { sql, sqlCustomPlan } = deps.db;
   const ids = spec.traceIds;
-  const loaded: LoadedTraces = { rows: new Map(), transactions: new Map(), actions: new Map(), addressBook: {}, metadata: {} };
+  const bodies = pageBodyDecoding(deps.config);
+  const loaded: LoadedTraces = {
+    rows: new Map(),
+    transactions: new Map(),
+    transactionRows: new Map(),
+    rowSet: transactionRowSet([], [], []),
+    bodies,
+    actions: new Map(),
+    addressBook: {},
+    metadata: {},
+  };
   if (ids.length === 0) return loaded;
   const rows = await selectTraceRows(sqlCustomPlan, signal, { traceIds: ids }, { limit: ids.length, offset: 0, ascending: true });
   for (const row of rows) loaded.rows.set(row.trace_id, row);
   const loadable = rows.filter((row) => BigInt(row.nodes_ ?? "0") <= BigInt(spec.maxTraceTransactions)).map((row) => row.trace_id);
-  const [transactions, actionSets] = await Promise.all([
-    selectTraceTransactions(sql, signal, loadable, pageBodyDecoding(deps.config)),
+  const [rowSet, actionSets] = await Promise.all([
+    selectTraceTransactionRows(sql, signal, loadable),
     Promise.all(
       [...spec.actionTypes].map(async ([key, types]) => {
         const actionRows = await selectTraceActionRows(sql, signal, loadable, types);
@@ -140,12 +158,19 @@ export async function loadTraces(deps: ServiceDeps, signal: AbortSignal, spec: L
       }),
     ),
   ]);
-  for (const tx of transactions) {
-    const id = tx.traceId ?? "";
+  // The objects for the JSON doors (the REST streams, Connect JSON), the rows kept beside them in the same order.
+  const transactions = await scanTransactionRows(rowSet, bodies);
+  loaded.rowSet = rowSet;
+  rowSet.rows.forEach((row, index) => {
+    const id = row.trace_id ?? "";
+    const tx = transactions[index] as Transaction;
     const list = loaded.transactions.get(id);
     if (list) list.push(tx);
     else loaded.transactions.set(id, [tx]);
-  }
+    const rows = loaded.transactionRows.get(id);
+    if (rows) rows.push(row);
+    else loaded.transactionRows.set(id, [row]);
+  });
   for (const [key, actions] of actionSets) loaded.actions.set(key, actions);
   if (spec.addressBook || spec.metadata) {
     const addresses = new Set(addressesOf(loaded));

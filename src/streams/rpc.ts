@@ -1,7 +1,9 @@
 import { create } from "@bufbuild/protobuf";
+import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type StreamTracesRequest, type StreamTracesResponse, StreamTracesResponseSchema } from "../../gen/tonquery/v1/stream_pb.ts";
 import type { Config } from "../runtime/config.ts";
+import { delimitedTrace, respondsInBinary } from "../encode/proto/traces.ts";
 import { distinctValues, invalidParameter, isStorableText } from "../handlers/validation.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { streamOutcome, transportAbort } from "../server/rpc-door.ts";
@@ -37,20 +39,27 @@ export async function* streamTracesRpc(hub: StreamHub, config: Config, request: 
 }
 
 async function* messages(hub: StreamHub, filter: ReturnType<typeof streamFilter>, request: StreamTracesRequest, context: HandlerContext): AsyncGenerator<StreamTracesResponse> {
+  const binary = respondsInBinary(context);
   for await (const item of hub.open(filter, request.resumeAfter, context.signal, "rpc", context.values.get(transportAbort))) {
     if (item.kind === "heartbeat") {
       yield create(StreamTracesResponseSchema, { position: item.seqno, heartbeat: true });
       continue;
     }
-    yield create(StreamTracesResponseSchema, {
+    const message = create(StreamTracesResponseSchema, {
       position: item.seqno,
-      traces: item.traces.map((t) => t.trace),
+      traces: binary ? [] : item.traces.map((t) => t.trace),
       addressBook: item.addressBook,
       metadata: item.metadata,
       blockUtime: item.utime,
     });
+    // Binary: the traces written from their rows, as already-encoded occurrences of field `traces` (see
+    // TracesProtoSink), no Trace built for them. The JSON codecs print no unknown fields, so they get the objects.
+    if (binary) message.$unknown = item.traces.map((t) => ({ no: tracesField, wireType: WireType.LengthDelimited, data: delimitedTrace(t.loaded) }));
+    yield message;
   }
 }
+
+const tracesField = StreamTracesResponseSchema.field.traces.number;
 
 function throwInvalid(name: string, index: number): never {
   throw invalidParameter(name, index);

@@ -20,7 +20,7 @@ import { readMessageData } from "../../ton/message-data.ts";
 // a message field is written whenever it is set, and fields go in field-number order.
 //
 // The transactions travel already encoded, as occurrences of field `transactions` in the response's unknown fields,
-// as TracesBinaryWriter does for traces (src/present/proto/traces.ts): connect still serialises the response (its
+// as a traces page carries its traces (TracesProtoSink, ./traces.ts): connect still serialises the response (its
 // framing, compression and errors stay), toBinary writes them verbatim after the known fields, and `transactions` is
 // the message's last field, so the bytes are the same. The JSON codecs print no unknown fields: the doors that answer
 // in JSON get the typed message (see respondsInBinary).

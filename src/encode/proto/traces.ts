@@ -1,0 +1,169 @@
+import { create } from "@bufbuild/protobuf";
+import { WireType } from "@bufbuild/protobuf/wire";
+import type { HandlerContext } from "@connectrpc/connect";
+import { type GetTracesResponse, GetTracesResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
+import type { TraceAction, TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
+import type { TraceRow } from "../../db/traces.ts";
+import { assembleTraceTree, transactionRowTreeView } from "../../handlers/trace-tree.ts";
+import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarning } from "../../handlers/traces.ts";
+import { writeStruct } from "./decoded-content.ts";
+import { implicitBool, implicitInt64, implicitString, optionalBool, optionalInt32, optionalInt64, optionalString } from "./fields.ts";
+import { writeTransaction } from "./transaction.ts";
+import { ProtoWriter } from "./writer.ts";
+
+// The protobuf binary of a tonquery.v1.Trace, written from the rows the data layer read (see LoadedTrace): the one
+// place where the typed API's binary doors (gRPC, gRPC-web, Connect with protobuf) write a trace. Byte for byte what
+// toBinary(TraceSchema, traceOf(loaded)) writes for the same rows, without building the Trace, its Transactions
+// and Messages, and without protobuf-es's reflection over them; test/proto-encoder.test.ts holds the two equal.
+// Presence as toBinary finds it (see fields.ts).
+
+/** The header of traceHeader (src/handlers/traces.ts): fields 1-9. */
+function writeHeader(w: ProtoWriter, row: TraceRow): void {
+  implicitString(w, 1, row.trace_id);
+  optionalString(w, 2, row.external_hash);
+  optionalInt32(w, 3, row.mc_seqno_start);
+  optionalInt32(w, 4, row.mc_seqno_end);
+  optionalInt64(w, 5, row.start_lt);
+  optionalInt32(w, 6, row.start_utime);
+  optionalInt64(w, 7, row.end_lt);
+  optionalInt32(w, 8, row.end_utime);
+  w.fork(9);
+  implicitString(w, 1, row.state ?? "");
+  implicitInt64(w, 2, row.edges_ ?? "0");
+  implicitInt64(w, 3, row.nodes_ ?? "0");
+  implicitInt64(w, 4, row.pending_edges_ ?? "0");
+  implicitString(w, 5, row.classification_state ?? "");
+  w.join();
+}
+
+/** A TraceAction's fields, as the action layer built it (its Structs written by hand, see decoded-content.ts). */
+function writeAction(w: ProtoWriter, action: TraceAction): void {
+  implicitString(w, 1, action.traceId);
+  implicitString(w, 2, action.actionId);
+  optionalInt64(w, 3, action.startLt);
+  optionalInt64(w, 4, action.endLt);
+  optionalInt64(w, 5, action.startUtime);
+  optionalInt64(w, 6, action.endUtime);
+  optionalInt64(w, 7, action.traceEndLt);
+  optionalInt64(w, 8, action.traceEndUtime);
+  optionalInt32(w, 9, action.traceMcSeqnoEnd);
+  for (const hash of action.transactions) w.string(10, hash);
+  implicitBool(w, 11, action.success);
+  implicitString(w, 12, action.type);
+  if (action.details !== undefined) {
+    w.fork(13);
+    writeStruct(w, action.details);
+    w.join();
+  }
+  if (action.rawAction !== undefined) {
+    w.fork(14);
+    writeStruct(w, action.rawAction);
+    w.join();
+  }
+  optionalString(w, 15, action.traceExternalHash);
+  optionalString(w, 16, action.traceExternalHashNorm);
+  for (const account of action.accounts) w.string(17, account);
+}
+
+function writeNode(w: ProtoWriter, node: TraceNode): void {
+  implicitString(w, 1, node.transactionHash);
+  optionalString(w, 2, node.inMsgHash);
+  if (node.parent !== undefined) w.uint32(3, node.parent);
+  implicitInt64(w, 4, node.transactionLt);
+  optionalInt32(w, 5, node.transactionNow);
+  optionalBool(w, 6, node.transactionAborted);
+}
+
+/** The fields of the loaded trace as a tonquery.v1.Trace message: what traceOf builds from it, written instead. */
+export function writeTrace(w: ProtoWriter, loaded: LoadedTrace): void {
+  const { row, transactions } = loaded;
+  writeHeader(w, row);
+  if (transactions === undefined) {
+    // Over MAX_TRACE_TRANSACTIONS: the header, and why there is no more (incompleteTrace).
+    w.bool(10, true);
+    w.string(11, traceTooLargeWarning);
+    return;
+  }
+  const tree = assembleTraceTree(transactions, transactionRowTreeView(loaded.rowSet));
+  optionalString(w, 11, tree.warning);
+  for (const action of loaded.actions) {
+    w.fork(12);
+    writeAction(w, action);
+    w.join();
+  }
+  for (const node of tree.nodes) {
+    w.fork(13);
+    writeNode(w, node);
+    w.join();
+  }
+  for (const tx of transactions) {
+    w.fork(14);
+    writeTransaction(w, loaded.rowSet, tx, loaded.bodies);
+    w.join();
+  }
+}
+
+/** Past this, a trace's buffer is let go after the trace rather than kept for the next one. */
+const keptBufferBytes = 4 * 1024 * 1024;
+// One writer for every trace written (each is written in one go, synchronously): its buffer is reused.
+let shared = new ProtoWriter();
+
+function encode(loaded: LoadedTrace, delimited: boolean): Uint8Array {
+  const w = shared;
+  // Started over each time: a trace that failed half-written (an action's Struct too deep) leaves nothing behind.
+  w.reset();
+  if (delimited) w.forkBare();
+  writeTrace(w, loaded);
+  if (delimited) w.join();
+  const bytes = w.finish();
+  if (w.capacity() > keptBufferBytes) shared = new ProtoWriter();
+  return bytes;
+}
+
+/** The bytes of the loaded trace as a tonquery.v1.Trace message: `toBinary(TraceSchema, traceOf(loaded))`. */
+export function encodeTrace(loaded: LoadedTrace): Uint8Array {
+  return encode(loaded, false);
+}
+
+/** The same, preceded by its length: the value of a `Trace` field, as an unknown field carries it. */
+export function delimitedTrace(loaded: LoadedTrace): Uint8Array {
+  return encode(loaded, true);
+}
+
+const tracesField = GetTracesResponseSchema.field.traces.number;
+
+/**
+ * A page of traces for a binary RPC response (gRPC, gRPC-web, Connect with protobuf), each trace written from its
+ * rows as soon as it is loaded (no Trace is built for it), the rows then dropped.
+ *
+ * Connect encodes a unary response in one call once the handler returns: for 1000 traces (25 MB) that held the
+ * event loop for 150-250 ms, during which no other request was served, and kept the page twice in memory, as objects
+ * and as bytes. Here the traces are written slice by slice while the page is loaded (see streamTraces) and travel as
+ * already-encoded occurrences of field `traces` in the message's unknown fields, which protobuf-es writes verbatim:
+ * the bytes on the wire are a valid GetTracesResponse (a repeated field may come after the others), decoded by every
+ * client as usual, and connect keeps its whole protocol handling (framing, compression, errors, trailers). The JSON
+ * codecs print no unknown fields, so Connect JSON gets the page as objects (getTraces).
+ */
+export class TracesProtoSink implements TraceSink<GetTracesResponse> {
+  readonly #encoded: { no: number; wireType: WireType; data: Uint8Array }[] = [];
+
+  traces(chunk: readonly LoadedTrace[]): void {
+    for (const loaded of chunk) this.#encoded.push({ no: tracesField, wireType: WireType.LengthDelimited, data: delimitedTrace(loaded) });
+  }
+
+  end(end: TracePageEnd): GetTracesResponse {
+    const response = create(GetTracesResponseSchema, end);
+    response.$unknown = this.#encoded;
+    return response;
+  }
+}
+
+/** Whether the call's response is encoded as binary protobuf (content type, or a Connect GET's `encoding`). */
+export function respondsInBinary(context: HandlerContext): boolean {
+  const contentType = context.requestHeader.get("content-type")?.toLowerCase().split(";")[0]?.trim();
+  if (contentType === undefined || contentType === "") {
+    return context.requestMethod === "GET" && new URL(context.url, "http://localhost").searchParams.get("encoding") === "proto";
+  }
+  // Unary Connect: application/proto; streaming Connect: application/connect+proto.
+  return /^application\/(grpc(-web(-text)?)?(\+proto)?|proto|connect\+proto)$/.test(contentType);
+}
