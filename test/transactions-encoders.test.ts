@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   Direction,
   GetAdjacentTransactionsRequestSchema,
+  GetAdjacentTransactionsResponseSchema,
   type GetBlockTransactionsExtRequest,
   GetBlockTransactionsExtRequestSchema,
   GetBlockTransactionsExtResponseSchema,
@@ -13,6 +14,7 @@ import {
 import { rawTransactionFees } from "../src/db/block-transactions.ts";
 import type { MessageRow, TransactionRow } from "../src/db/transactions.ts";
 import { blockTransactionsExtBinary } from "../src/encode/proto/block-transactions.ts";
+import { adjacentTransactionsBinary } from "../src/encode/proto/transactions.ts";
 import { writeBlockTransactionsExt } from "../src/encode/v2-json/block-transactions.ts";
 import { writeTransactionsResponse } from "../src/encode/v3-json/transactions.ts";
 import { getAdjacentTransactions, loadAdjacentTransactions } from "../src/handlers/adjacent-transactions.ts";
@@ -25,8 +27,8 @@ import { testEngine } from "./support/database.ts";
 import { generatedIndex, recordedIndex, serviceDeps } from "./support/encoder-indexes.ts";
 
 // The encoders that write /api/v3/adjacentTransactions (src/encode/v3-json/transactions.ts), /api/v2/
-// getBlockTransactionsExt (src/encode/v2-json/) and the binary protobuf of GetBlockTransactionsExtResponse
-// (src/encode/proto/block-transactions.ts) from the rows the data layer read, against what the doors printed before
+// getBlockTransactionsExt (src/encode/v2-json/) and the binary protobuf of GetAdjacentTransactionsResponse and
+// GetBlockTransactionsExtResponse (src/encode/proto/transactions.ts, block-transactions.ts) from the rows the data layer read, against what the doors printed before
 // them: the presenters' JSON of the typed API's messages, and toBinary of the message. Byte for byte, on every
 // recorded transaction and block, and on a generated chain with a few blocks of thousands of transactions.
 
@@ -77,6 +79,8 @@ async function compareAdjacent(deps: Deps, hashes: readonly string[]): Promise<A
       const loaded = await loadAdjacentTransactions(deps, request, context("getAdjacentTransactions"));
       const ours = Buffer.concat(writeTransactionsResponse(loaded)).toString();
       expect(ours, `${hash} ${direction}`).toBe(jsonBytes(presentTransactionsResponse(reference)).toString());
+      const binary = toBinary(GetAdjacentTransactionsResponseSchema, adjacentTransactionsBinary(loaded));
+      expect(Buffer.from(binary).equals(toBinary(GetAdjacentTransactionsResponseSchema, reference)), `${hash} ${direction} binary`).toBe(true);
       tally.answers++;
       if (ours.includes(`"decoded":{`)) tally.decoded++;
     }));

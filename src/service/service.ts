@@ -22,6 +22,7 @@ import { prioritise } from "../db/connection-gate.ts";
 import { prepareBodyDecoding } from "../decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
 import { respondsInBinary, TracesProtoSink } from "../encode/proto/traces.ts";
+import { adjacentTransactionsBinary } from "../encode/proto/transactions.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { StreamHub } from "../streams/hub.ts";
 import { StreamMetrics } from "../streams/metrics.ts";
@@ -108,7 +109,18 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetAdjacentTransactionsRequest,
       context: HandlerContext,
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
-    ) => admitted("getAdjacentTransactions", context, 0, (bounded) => getAdjacentTransactions(deps, request, bounded), finish),
+    ) =>
+      admitted(
+        "getAdjacentTransactions",
+        context,
+        0,
+        // A binary answer is written from the rows (src/encode/proto/), without the typed message's objects.
+        (bounded) =>
+          respondsInBinary(context)
+            ? loadAdjacentTransactions(deps, request, bounded).then(adjacentTransactionsBinary)
+            : getAdjacentTransactions(deps, request, bounded),
+        finish,
+      ),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
       admitted(
         `getTraces/${request.limit ?? config.defaultLimit}`,
