@@ -12,7 +12,8 @@ import { databaseOptions, openDatabase } from "../src/db/client.ts";
 import { loadConfig } from "../src/runtime/config.ts";
 import { type TestDatabase, testEngine } from "./support/database.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
-import { forEveryTracePage, generatedDatabase, getTracesContext, recordingsDatabase, type TraceVariant, traceVariants } from "./support/trace-pages.ts";
+import { generatedIndex, recordedIndex } from "./support/encoder-indexes.ts";
+import { forEveryTracePage, getTracesContext, type TraceVariant, traceVariants } from "./support/trace-pages.ts";
 
 // The protobuf encoder of traces (src/encode/proto/), which writes from the rows the data layer read, against
 // protobuf-es writing the typed API's Trace scanned from the same rows: byte for byte, toBinary(TraceSchema,
@@ -69,14 +70,14 @@ function compareEveryTrace(db: TestDatabase, variants: readonly TraceVariant[] =
 const engine = await testEngine();
 // The generator loads with COPY FROM STDIN, which PGlite's socket server does not support. Its chain is generated
 // while the recordings are compared: nearly all of it is PostgreSQL's work.
-const generated = engine === "postgresql" ? generatedDatabase(12_000, 25) : undefined;
+const generated = engine === "postgresql" ? generatedIndex(12_000, 25) : undefined;
 generated?.catch(() => {});
 
 describe("the protobuf traces encoder, on the recordings", () => {
   let db: TestDatabase;
 
   beforeAll(async () => {
-    db = await recordingsDatabase();
+    db = await recordedIndex();
     // The recordings hold no extra currencies (every map is {} or NULL): a share of the rows get some, with keys
     // JavaScript orders differently from their text (integer-like ascending, then the others as inserted, a
     // negative id among them) and amounts as numbers and as strings.

@@ -1,7 +1,5 @@
-import { create } from "@bufbuild/protobuf";
-import { createHandlerContext } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GetTracesRequest, GetTracesRequestSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import type { GetTracesRequest } from "../gen/tonquery/v1/service_pb.ts";
 import { TracesJsonEncoder, writeTrace } from "../src/encode/v3-json/traces.ts";
 import { JsonPieces } from "../src/encode/v3-json/pieces.ts";
 import { quote, value } from "../src/encode/v3-json/transaction.ts";
@@ -9,34 +7,13 @@ import { type LoadedTrace, streamTraces, type TracePageEnd, type TraceSink, trac
 import { jsonBytes } from "../src/present/json-text.ts";
 import { presentTrace, TracesJsonWriter } from "../src/present/v3/trace.ts";
 import { type TestDatabase, testEngine } from "./support/database.ts";
-import { generatedIndex, recordedIndex, serviceDeps } from "./support/encoder-indexes.ts";
+import { generatedIndex, recordedIndex } from "./support/encoder-indexes.ts";
+import { forEveryTracePage, getTracesContext, traceVariants } from "./support/trace-pages.ts";
 
 // The REST v3 traces encoder (src/encode/v3-json/), which writes from the rows the data layer read, against the
 // presenters (src/present/v3/), which print the typed API's Traces scanned from the same rows: byte for byte, on
 // every trace of the recordings and of a generated chain, with and without actions, decoded bodies, and with traces
 // over MAX_TRACE_TRANSACTIONS (a header only).
-
-/** Every way a page is printed differently: actions, decoded bodies, and the bound that leaves traces incomplete. */
-const variants = [
-  { includeActions: false, env: {} },
-  { includeActions: true, env: {} },
-  { includeActions: true, env: { DECODE_BODIES: "false" } },
-  { includeActions: false, env: { DECODED_BODY_CACHE: "0", MAX_TRACE_TRANSACTIONS: "2" } },
-  { includeActions: true, env: { MAX_TRACE_TRANSACTIONS: "3" } },
-];
-
-/** Traces asked for by id in one request: MAX_LIST_VALUES' default. */
-const idsPerPage = 256;
-
-function context() {
-  return createHandlerContext({
-    service: TonQueryService,
-    method: TonQueryService.method.getTraces,
-    protocolName: "test",
-    requestMethod: "POST",
-    url: "/tonquery.v1.TonQueryService/GetTraces",
-  });
-}
 
 /**
  * Feeds one page to both writers and checks each trace as it comes, then the page: the encoder against
@@ -73,25 +50,13 @@ class ComparingSink implements TraceSink<{ ours: Buffer; reference: Buffer; trac
 }
 
 /** Every trace of the index, a page of ids at a time, in every variant: how many traces were compared. */
-async function compareEveryTrace(index: TestDatabase): Promise<number> {
-  const ids = (await index.admin<{ trace_id: string }[]>`select trace_id from traces order by trace_id`).map((row) => row.trace_id);
-  let compared = 0;
-  for (const { includeActions, env } of variants) {
-    const { db, config } = serviceDeps(index, env);
-    try {
-      for (let i = 0; i < ids.length; i += idsPerPage) {
-        const page = ids.slice(i, i + idsPerPage);
-        const request = create(GetTracesRequestSchema, { traceId: page, limit: page.length, includeActions });
-        const { ours, reference, traces } = await streamTraces({ db, config }, request, context(), new ComparingSink(request));
-        expect(traces).toBe(page.length);
-        expect(ours.equals(reference)).toBe(true);
-        compared += traces;
-      }
-    } finally {
-      await db.end();
-    }
-  }
-  return compared;
+function compareEveryTrace(index: TestDatabase): Promise<number> {
+  return forEveryTracePage(index, async (request, deps) => {
+    const { ours, reference, traces } = await streamTraces(deps, request, getTracesContext(), new ComparingSink(request));
+    expect(traces).toBe(request.traceId.length);
+    expect(ours.equals(reference)).toBe(true);
+    return traces;
+  });
 }
 
 describe("the encoder's quoting", () => {
@@ -118,7 +83,7 @@ describe("the v3 traces JSON encoder, on the recordings", () => {
 
   it("prints every trace byte for byte as the presenters do", async () => {
     const compared = await compareEveryTrace(db);
-    expect(compared).toBeGreaterThan(30 * variants.length);
+    expect(compared).toBeGreaterThan(30 * traceVariants.length);
   });
 });
 
@@ -137,6 +102,6 @@ describe.runIf(engine === "postgresql")("the v3 traces JSON encoder, on a genera
 
   it("prints every trace byte for byte as the presenters do", async () => {
     const compared = await compareEveryTrace(db);
-    expect(compared).toBeGreaterThan(800 * variants.length);
+    expect(compared).toBeGreaterThan(800 * traceVariants.length);
   }, 120_000);
 });

@@ -1,5 +1,6 @@
 import { generateData } from "../../bench/generate/load.ts";
 import { type Database, databaseOptions, openDatabase } from "../../src/db/client.ts";
+import { prepareBodyDecoding } from "../../src/decoding/page-bodies.ts";
 import { readRecording, recordingsDir } from "../../src/demo/dataset.ts";
 import { IndexLoader } from "../../src/recordings/loader.ts";
 import type { RecordedBlockTransactionsExt } from "../../src/recordings/recorded.ts";
@@ -31,5 +32,8 @@ export async function generatedIndex(transactions: number, seed: number): Promis
 /** The service's data access on `db` with the settings `env` changes, as the handlers take it. */
 export function serviceDeps(db: TestDatabase, env: Record<string, string | undefined> = {}): { db: Database; config: Config } {
   const config = loadConfig({ DB_POOL_SIZE: "3", ...env });
+  // As the service does before its first request: compiling the body schema blocks for a second or more, long
+  // enough under load for the reader's availability probe to time out and take the database for down.
+  prepareBodyDecoding(config);
   return { db: openDatabase(databaseOptions(config, db.url, { sharedSession: db.engine === "pglite" })), config };
 }

@@ -1,17 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import { generateData } from "../../bench/generate/load.ts";
 import { type GetTracesRequest, GetTracesRequestSchema, TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
-import { type Database, databaseOptions, openDatabase } from "../../src/db/client.ts";
-import { prepareBodyDecoding } from "../../src/decoding/page-bodies.ts";
-import { IndexLoader } from "../../src/recordings/loader.ts";
-import { type Config, loadConfig } from "../../src/runtime/config.ts";
-import { createTestDatabase, type TestDatabase } from "./database.ts";
-import { readTransactionRecordings } from "./recordings.ts";
+import type { Database } from "../../src/db/client.ts";
+import type { Config } from "../../src/runtime/config.ts";
+import type { TestDatabase } from "./database.ts";
+import { serviceDeps } from "./encoder-indexes.ts";
 
-// The set-up of the protobuf trace encoder's differential test (test/proto-encoder.test.ts), as
-// test/v3-json-encoder.test.ts does it: the indexes compared on (the recordings, a generated chain) and every trace
-// of one, a page of ids at a time, in every variant a page is written differently in.
+// The trace encoders' differential tests (test/v3-json-encoder.test.ts, test/proto-encoder.test.ts): every trace of
+// an index (see encoder-indexes.ts), a page of ids at a time, in every variant a page is written differently in.
 
 export interface TraceVariant {
   includeActions: boolean;
@@ -41,21 +37,6 @@ export function getTracesContext(): HandlerContext {
   });
 }
 
-/** A test database holding every recording. */
-export async function recordingsDatabase(): Promise<TestDatabase> {
-  const db = await createTestDatabase();
-  const recordings = await readTransactionRecordings();
-  await recordings.load(new IndexLoader()).write(db.admin);
-  return db;
-}
-
-/** A test database holding a generated chain (PostgreSQL only: the generator loads with COPY FROM STDIN). */
-export async function generatedDatabase(transactions: number, seed: number): Promise<TestDatabase> {
-  const db = await createTestDatabase();
-  await generateData({ url: db.url, transactions, seed });
-  return db;
-}
-
 /**
  * Every trace of the index, a page of ids at a time, in every variant (all of traceVariants unless given): `page`
  * gets each request with the service's dependencies for its variant and returns how many traces it compared; the
@@ -69,11 +50,7 @@ export async function forEveryTracePage(
   const ids = (await db.admin<{ trace_id: string }[]>`select trace_id from traces order by trace_id`).map((row) => row.trace_id);
   let compared = 0;
   for (const { includeActions, env } of variants) {
-    const config = loadConfig({ DB_POOL_SIZE: "2", ...env });
-    // As the service does before its first request: compiling the body schema blocks for a second or more, long
-    // enough for the reader's availability probe to time out and take the database for down.
-    prepareBodyDecoding(config);
-    const reader = openDatabase(databaseOptions(config, db.url, { sharedSession: db.engine === "pglite" }));
+    const { db: reader, config } = serviceDeps(db, env);
     try {
       for (let i = 0; i < ids.length; i += idsPerPage) {
         const traceId = ids.slice(i, i + idsPerPage);
