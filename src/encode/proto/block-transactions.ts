@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { WireType } from "@bufbuild/protobuf/wire";
 import { type GetBlockTransactionsExtResponse, GetBlockTransactionsExtResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import {
   blockTransactionBoc,
@@ -12,6 +12,8 @@ import {
 import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
 import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
 import { readMessageData } from "../../ton/message-data.ts";
+import { implicitInt32, implicitInt64, implicitString } from "./fields.ts";
+import { ProtoWriter } from "./writer.ts";
 
 // The binary protobuf of GetBlockTransactionsExtResponse for the RPC doors (gRPC, gRPC-web, Connect with protobuf),
 // written from the rows the data layer read (see LoadedBlockTransactions) without building a RawTransaction: byte for
@@ -25,87 +27,74 @@ import { readMessageData } from "../../ton/message-data.ts";
 // the message's last field, so the bytes are the same. The JSON codecs print no unknown fields: the doors that answer
 // in JSON get the typed message (see respondsInBinary).
 
-const LEN = WireType.LengthDelimited;
-const VARINT = WireType.Varint;
-
-/** A decimal int64 as toBinary writes it: left out when zero. */
-function int64(w: BinaryWriter, no: number, value: string): void {
-  if (Number(value) !== 0) w.tag(no, VARINT).int64(value);
-}
-
-function string(w: BinaryWriter, no: number, value: string): void {
-  if (value !== "") w.tag(no, LEN).string(value);
-}
-
 /** The friendly forms of a page's accounts, which come back in it again and again (senders, receivers, the block's own). */
 type Addresses = Map<string | null, string>;
 
 /** AccountAddress. */
-function address(w: BinaryWriter, no: number, raw: string | null, addresses: Addresses): void {
+function address(w: ProtoWriter, no: number, raw: string | null, addresses: Addresses): void {
   let friendly = addresses.get(raw);
   if (friendly === undefined) addresses.set(raw, (friendly = tonlibAddress(raw)));
-  w.tag(no, LEN).fork();
-  string(w, 1, friendly);
+  w.fork(no);
+  implicitString(w, 1, friendly);
   w.join();
 }
 
 /** MessageData: its `kind` one of raw (1), text (2), encrypted_text (3). */
-function messageData(w: BinaryWriter, no: number, row: MessageRow): void {
+function messageData(w: ProtoWriter, no: number, row: MessageRow): void {
   const data = readMessageData(row.body, row.init_state_body, row.opcode);
-  w.tag(no, LEN).fork();
+  w.fork(no);
   if (data.kind === "raw") {
-    w.tag(1, LEN).fork();
-    string(w, 1, data.body);
-    string(w, 2, data.initState);
+    w.fork(1);
+    implicitString(w, 1, data.body);
+    implicitString(w, 2, data.initState);
   } else {
-    w.tag(data.kind === "text" ? 2 : 3, LEN).fork();
-    string(w, 1, data.text);
+    w.fork(data.kind === "text" ? 2 : 3);
+    implicitString(w, 1, data.text);
   }
-  w.join().join();
+  w.join();
+  w.join();
 }
 
 /** RawMessage. */
-function message(w: BinaryWriter, no: number, row: MessageRow, addresses: Addresses): void {
+function message(w: ProtoWriter, no: number, row: MessageRow, addresses: Addresses): void {
   const { value, fwdFee, createdLt } = rawMessageAmounts(row);
-  w.tag(no, LEN).fork();
-  string(w, 1, row.msg_hash);
+  w.fork(no);
+  implicitString(w, 1, row.msg_hash);
   address(w, 2, row.source, addresses);
   address(w, 3, row.destination, addresses);
-  int64(w, 4, value);
+  implicitInt64(w, 4, value);
   for (const { id, amount } of rawExtraCurrencies(row)) {
-    w.tag(5, LEN).fork();
-    if (id !== 0) w.tag(1, VARINT).int32(id);
-    string(w, 2, amount);
+    w.fork(5);
+    implicitInt32(w, 1, id);
+    implicitString(w, 2, amount);
     w.join();
   }
-  int64(w, 6, fwdFee);
+  implicitInt64(w, 6, fwdFee);
   // 7, ihr_fee: tonlib never reports one; "0" is left out.
-  int64(w, 8, createdLt);
-  string(w, 9, row.body_hash ?? "");
+  implicitInt64(w, 8, createdLt);
+  implicitString(w, 9, row.body_hash ?? "");
   messageData(w, 10, row);
   w.join();
 }
 
-/** One RawTransaction, as an occurrence of the response's field `transactions`, without its tag. */
-function transaction(w: BinaryWriter, loaded: LoadedBlockTransactions, row: TransactionRow, addresses: Addresses): void {
+/** One RawTransaction's fields (the caller writes its tag and length). */
+function transaction(w: ProtoWriter, loaded: LoadedBlockTransactions, row: TransactionRow, addresses: Addresses): void {
   const own = blockTransactionMessages(loaded.page, row);
   const { inMsg, outMsgs } = own;
   const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
-  w.fork();
   address(w, 1, row.account, addresses);
-  int64(w, 2, String(row.now ?? 0));
-  string(w, 3, blockTransactionBoc(loaded.page, row, own));
-  w.tag(4, LEN).fork();
-  int64(w, 1, row.lt);
-  string(w, 2, row.hash);
+  implicitInt64(w, 2, String(row.now ?? 0));
+  implicitString(w, 3, blockTransactionBoc(loaded.page, row, own));
+  w.fork(4);
+  implicitInt64(w, 1, row.lt);
+  implicitString(w, 2, row.hash);
   w.join();
-  int64(w, 5, fee);
-  int64(w, 6, storageFee);
-  int64(w, 7, otherFee);
+  implicitInt64(w, 5, fee);
+  implicitInt64(w, 6, storageFee);
+  implicitInt64(w, 7, otherFee);
   if (inMsg !== undefined) message(w, 8, inMsg, addresses);
   for (const out of outMsgs) message(w, 9, out, addresses);
-  string(w, 10, row.account);
-  w.join();
+  implicitString(w, 10, row.account);
 }
 
 const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactions.number;
@@ -120,11 +109,14 @@ export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): Get
   const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
   if (loaded.page.rows.length === 0) return response;
   const addresses: Addresses = new Map();
-  const w = new BinaryWriter();
+  const w = new ProtoWriter();
   loaded.page.rows.forEach((row, index) => {
-    if (index > 0) w.tag(transactionsField, LEN);
+    // The unknown field's own tag is the first transaction's; every later one brings its tag.
+    if (index === 0) w.forkBare();
+    else w.fork(transactionsField);
     transaction(w, loaded, row, addresses);
+    w.join();
   });
-  response.$unknown = [{ no: transactionsField, wireType: LEN, data: w.finish() }];
+  response.$unknown = [{ no: transactionsField, wireType: WireType.LengthDelimited, data: w.finish() }];
   return response;
 }
