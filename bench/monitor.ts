@@ -108,18 +108,27 @@ export function cpuMeter(server: ServerProcess | undefined) {
   };
 }
 
-/** The Node flags of `npm start` (package.json), so that the bench measures the service as it is run. */
-export function serviceNodeFlags(): string[] {
+/**
+ * How `npm start` (package.json) runs the service, so that a bench measures it as it is run: the environment it
+ * sets before `node` (VAR=value words) and its Node flags.
+ */
+export function serviceLaunch(): { env: Record<string, string>; nodeFlags: string[] } {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
   const words = manifest.scripts.start.split(/\s+/);
+  const env: Record<string, string> = {};
+  for (let assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0] ?? ""); assignment !== null; assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0] ?? "")) {
+    env[assignment[1] as string] = assignment[2] as string;
+    words.shift();
+  }
   if (words[0] !== "node") throw new Error(`package.json "start" does not run node: ${manifest.scripts.start}`);
-  return words.slice(1).filter((word) => word.startsWith("--"));
+  return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")) };
 }
 
 export async function startServer(databaseUrl: string, env: Record<string, string>, nodeArgs: string[]): Promise<ServerProcess> {
   const entry = new URL("./server-process.ts", import.meta.url).pathname;
-  const child: ChildProcess = spawn(process.execPath, [...serviceNodeFlags(), ...nodeArgs, entry], {
-    env: { ...process.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
+  const launch = serviceLaunch();
+  const child: ChildProcess = spawn(process.execPath, [...launch.nodeFlags, ...nodeArgs, entry], {
+    env: { ...process.env, ...launch.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
     stdio: ["pipe", "pipe", "pipe"],
   });
   const pid = child.pid;

@@ -21,6 +21,7 @@ import { readSchema } from "../src/embedded/pglite.ts";
 import { Scrape } from "../test/support/metrics.ts";
 import { startLiveAppender, testAccounts } from "../test/support/live-appender.ts";
 import { blockOfId, openSse, openWs, sseEvents } from "../test/support/stream-clients.ts";
+import { serviceLaunch } from "./monitor.ts";
 
 const { values } = parseArgs({
   options: {
@@ -59,9 +60,11 @@ const writer = startLiveAppender(url.toString(), {
 });
 await writer.append(2);
 
-const child = spawn(process.execPath, ["--max-semi-space-size=16", "--heap-growing-percent=100", "bench/server-process.ts"], {
+const launch = serviceLaunch();
+const child = spawn(process.execPath, [...launch.nodeFlags, "bench/server-process.ts"], {
   env: {
     ...process.env,
+    ...launch.env,
     DATABASE_URL: url.toString(),
     ACCESS_LOG: "false",
     LOG_LEVEL: "warn",
