@@ -138,6 +138,8 @@ interface Need {
 class Subscriber {
   readonly filter: StreamFilter;
   readonly actionKey: string | undefined;
+  /** What a trace is loaded as for the stream (with transactions or not, its action set): streams of one variant share it. */
+  readonly variant: string;
   /** Blocks handed to the door, in order; the live hub pushes, the stream's generator takes. */
   readonly queue: StreamItem[] = [];
   /** The last position handed to the door (a block's seqno, or a heartbeat's). */
@@ -155,6 +157,7 @@ class Subscriber {
   constructor(filter: StreamFilter, position: number, door: string) {
     this.filter = filter;
     this.actionKey = filter.actionTypes === undefined ? undefined : [...filter.actionTypes].sort().join(",");
+    this.variant = `${filter.includeTransactions} ${this.actionKey ?? "-"}`;
     this.position = position;
     this.door = door;
   }
@@ -180,8 +183,8 @@ export class StreamHub {
   readonly #subscribers = new Set<Subscriber>();
   readonly #live = new Set<Subscriber>();
   readonly #cache = new Map<number, CachedBlock>();
-  /** Per load, its traces as streams get them, by trace and variant (see #streamTrace). */
-  readonly #streamTraces = new WeakMap<LoadedTraces, Map<string, StreamTrace>>();
+  /** Per load, its traces as streams get them, by variant (Subscriber.variant) and trace id. */
+  readonly #streamTraces = new WeakMap<LoadedTraces, Map<string, Map<string, StreamTrace>>>();
   /** Everything up to here has been handed to the live streams (or had none): streams catching up read up to it. */
   #position: number | undefined;
   /** The newest masterchain seqno seen in the index (committed, maybe above a gap). */
@@ -716,33 +719,37 @@ export class StreamHub {
     }
   }
 
-  /** The trace `ref` of a load in a stream's variant, shared with the streams that want the same (undefined: not loaded). */
-  #streamTrace(sub: Subscriber, ref: BlockTraceRef, loaded: LoadedTraces): StreamTrace | undefined {
-    const row = loaded.rows.get(ref.traceId);
-    if (row === undefined) return undefined;
+  /** A load's traces in a stream's variant, by trace id, shared with the streams of the same variant. */
+  #variantTraces(sub: Subscriber, loaded: LoadedTraces): Map<string, StreamTrace> {
     let variants = this.#streamTraces.get(loaded);
     if (variants === undefined) {
       variants = new Map();
       this.#streamTraces.set(loaded, variants);
     }
-    const key = `${ref.traceId} ${sub.filter.includeTransactions} ${sub.actionKey ?? "-"}`;
-    let trace = variants.get(key);
-    if (trace === undefined) {
-      const actions = sub.actionKey === undefined ? [] : (loaded.actions.get(sub.actionKey)?.get(ref.traceId) ?? []);
-      trace = streamTrace(ref, row, loaded, { includeTransactions: sub.filter.includeTransactions, actions, maxTraceTransactions: this.#deps.config.maxTraceTransactions });
-      variants.set(key, trace);
+    let traces = variants.get(sub.variant);
+    if (traces === undefined) {
+      traces = new Map();
+      variants.set(sub.variant, traces);
     }
-    return trace;
+    return traces;
   }
 
   /** The stream's share of a loaded block. */
   #content(sub: Subscriber, block: MasterchainBlock, refs: readonly BlockTraceRef[], loaded: LoadedTraces): StreamItem | undefined {
     const traces: StreamTrace[] = [];
     const addresses = new Set<string>();
+    const shared = this.#variantTraces(sub, loaded);
     for (const ref of refs) {
       if (!sub.matches(ref)) continue;
-      const trace = this.#streamTrace(sub, ref, loaded);
-      if (trace === undefined) continue;
+      let trace = shared.get(ref.traceId);
+      if (trace === undefined) {
+        const row = loaded.rows.get(ref.traceId);
+        if (row === undefined) continue;
+        const actions = sub.actionKey === undefined ? [] : (loaded.actions.get(sub.actionKey)?.get(ref.traceId) ?? []);
+        const { includeTransactions } = sub.filter;
+        trace = streamTrace(ref, row, loaded, { includeTransactions, actions, maxTraceTransactions: this.#deps.config.maxTraceTransactions });
+        shared.set(ref.traceId, trace);
+      }
       traces.push(trace);
       if (sub.filter.addressBook || sub.filter.metadata) {
         for (const address of transactionRowAddresses(loaded.rowSet, loaded.transactionRows.get(ref.traceId) ?? [])) addresses.add(address);
