@@ -180,6 +180,5 @@ describe("the REST streams' events, written from the rows", () => {
     expect(seen.withoutTransactions).toBeGreaterThan(0);
     expect(seen.trees).toBeGreaterThan(0);
     expect(seen.book).toBeGreaterThan(0);
-    console.log(JSON.stringify({ ...seen, types: [...seen.types] }));
   }, 120_000);
 });
