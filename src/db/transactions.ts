@@ -200,10 +200,10 @@ export function scanTransactionRows(set: TransactionRowSet, bodies: BodyDecoding
   return mapInSlices(set.rows, transactionsPerSlice, (row) => scanTransactionRow(set, row, bodies));
 }
 
-/** The addresses a page's address book must cover for these transactions: accounts, senders, receivers. */
-export function transactionRowAddresses(set: TransactionRowSet): string[] {
+/** The addresses a page's address book must cover for these transactions (all the set's by default): accounts, senders, receivers. */
+export function transactionRowAddresses(set: TransactionRowSet, rows: readonly TransactionRow[] = set.rows): string[] {
   const addresses: string[] = [];
-  for (const row of set.rows) {
+  for (const row of rows) {
     addresses.push(row.account);
     const own = messagesOf(set, row);
     if (own.inMsg?.source != null) addresses.push(own.inMsg.source);

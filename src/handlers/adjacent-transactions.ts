@@ -6,7 +6,7 @@ import {
   type GetAdjacentTransactionsResponse,
   GetAdjacentTransactionsResponseSchema,
 } from "../../gen/tonquery/v1/service_pb.ts";
-import type { AddressBookRow, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
+import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { selectAddressBook } from "../db/address-book.ts";
 import { scanTransactionRows, selectAdjacentTransactionRows, transactionRowAddresses, type TransactionRowSet } from "../db/transactions.ts";
 import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
@@ -53,15 +53,4 @@ export async function loadAdjacentTransactions(
   if (set.rows.length === 0) throw new ConnectError("adjacent transactions not found", Code.NotFound);
   const addressBook = await selectAddressBook(deps.db.sql, context.signal, transactionRowAddresses(set), deps.config.testnet);
   return { set, bodies: pageBodyDecoding(deps.config), addressBook };
-}
-
-/** The addresses toncenter's address_book covers for a list of transactions. */
-export function transactionAddresses(transactions: readonly Transaction[]): string[] {
-  const addresses: string[] = [];
-  for (const tx of transactions) {
-    addresses.push(tx.account);
-    if (tx.inMsg?.source !== undefined) addresses.push(tx.inMsg.source);
-    for (const out of tx.outMsgs) if (out.destination !== undefined) addresses.push(out.destination);
-  }
-  return addresses;
 }

@@ -4,9 +4,10 @@ import { type AddressMetadata, type Trace, type TraceAction, TraceSchema } from 
 import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses } from "../actions/present.ts";
 import { expandActionTypes } from "../actions/types.ts";
-import { transactionAddresses } from "../handlers/adjacent-transactions.ts";
-import { completeTrace, incompleteTrace, type LoadedTrace, traceHeader } from "../handlers/traces.ts";
-import type { TransactionRow } from "../db/transactions.ts";
+import { type LoadedTrace, traceHeader, traceOf } from "../handlers/traces.ts";
+import type { TraceRow } from "../db/traces.ts";
+import { transactionRowAddresses } from "../db/transactions.ts";
+import { delimitedTrace } from "../encode/proto/traces.ts";
 import { AsyncResource } from "node:async_hooks";
 import { log } from "../runtime/log.ts";
 import type { ServiceDeps } from "../service/deps.ts";
@@ -46,11 +47,16 @@ export interface StreamFilter {
   metadata: boolean;
 }
 
-/** One trace of a block as a stream gets it. */
+/**
+ * One trace of a block as streams get it: one per load, trace and variant (with or without transactions, action
+ * type set), shared by the streams that want the same, with what their doors print of it built once.
+ */
 export interface StreamTrace {
-  /** As the typed API's Trace: built on first use (the JSON doors'); the binary RPC doors write `loaded` instead. */
+  /** As the typed API's Trace: built on first use (Connect JSON's); the other doors write `loaded` instead. */
   readonly trace: Trace;
-  /** The same trace as the rows it is written from (src/encode/proto/): `trace` is traceOf(loaded). */
+  /** As a length-delimited binary Trace (the binary RPC doors'): written from `loaded` on first use. */
+  readonly binary: Uint8Array;
+  /** The same trace as the rows every door writes from (src/encode/). */
   loaded: LoadedTrace;
   externalHashNorm: string | undefined;
   /** The accounts of the trace's transactions. */
@@ -132,6 +138,8 @@ interface Need {
 class Subscriber {
   readonly filter: StreamFilter;
   readonly actionKey: string | undefined;
+  /** What a trace is loaded as for the stream (with transactions or not, its action set): streams of one variant share it. */
+  readonly variant: string;
   /** Blocks handed to the door, in order; the live hub pushes, the stream's generator takes. */
   readonly queue: StreamItem[] = [];
   /** The last position handed to the door (a block's seqno, or a heartbeat's). */
@@ -149,6 +157,7 @@ class Subscriber {
   constructor(filter: StreamFilter, position: number, door: string) {
     this.filter = filter;
     this.actionKey = filter.actionTypes === undefined ? undefined : [...filter.actionTypes].sort().join(",");
+    this.variant = `${filter.includeTransactions} ${this.actionKey ?? "-"}`;
     this.position = position;
     this.door = door;
   }
@@ -174,6 +183,8 @@ export class StreamHub {
   readonly #subscribers = new Set<Subscriber>();
   readonly #live = new Set<Subscriber>();
   readonly #cache = new Map<number, CachedBlock>();
+  /** Per load, its traces as streams get them, by variant (Subscriber.variant) and trace id. */
+  readonly #streamTraces = new WeakMap<LoadedTraces, Map<string, Map<string, StreamTrace>>>();
   /** Everything up to here has been handed to the live streams (or had none): streams catching up read up to it. */
   #position: number | undefined;
   /** The newest masterchain seqno seen in the index (committed, maybe above a gap). */
@@ -708,34 +719,41 @@ export class StreamHub {
     }
   }
 
+  /** A load's traces in a stream's variant, by trace id, shared with the streams of the same variant. */
+  #variantTraces(sub: Subscriber, loaded: LoadedTraces): Map<string, StreamTrace> {
+    let variants = this.#streamTraces.get(loaded);
+    if (variants === undefined) {
+      variants = new Map();
+      this.#streamTraces.set(loaded, variants);
+    }
+    let traces = variants.get(sub.variant);
+    if (traces === undefined) {
+      traces = new Map();
+      variants.set(sub.variant, traces);
+    }
+    return traces;
+  }
+
   /** The stream's share of a loaded block. */
   #content(sub: Subscriber, block: MasterchainBlock, refs: readonly BlockTraceRef[], loaded: LoadedTraces): StreamItem | undefined {
     const traces: StreamTrace[] = [];
     const addresses = new Set<string>();
+    const shared = this.#variantTraces(sub, loaded);
     for (const ref of refs) {
       if (!sub.matches(ref)) continue;
-      const row = loaded.rows.get(ref.traceId);
-      if (row === undefined) continue;
-      const transactions = loaded.transactions.get(ref.traceId);
-      const actions: TraceAction[] = sub.actionKey === undefined ? [] : (loaded.actions.get(sub.actionKey)?.get(ref.traceId) ?? []);
-      // The trace's header and actions only (a complete trace without transactions is written so), a header only
-      // when it is over MAX_TRACE_TRANSACTIONS, or all of it.
-      let build: () => Trace;
-      let rows: readonly TransactionRow[] | undefined;
-      if (!sub.filter.includeTransactions) {
-        build = () => create(TraceSchema, { ...traceHeader(row), actions });
-        rows = [];
-      } else if (transactions === undefined && BigInt(row.nodes_ ?? "0") > BigInt(this.#deps.config.maxTraceTransactions)) {
-        build = () => incompleteTrace(row);
-        rows = undefined;
-      } else {
-        build = () => completeTrace(row, transactions ?? [], actions);
-        rows = loaded.transactionRows.get(ref.traceId) ?? [];
+      let trace = shared.get(ref.traceId);
+      if (trace === undefined) {
+        const row = loaded.rows.get(ref.traceId);
+        if (row === undefined) continue;
+        const actions = sub.actionKey === undefined ? [] : (loaded.actions.get(sub.actionKey)?.get(ref.traceId) ?? []);
+        const { includeTransactions } = sub.filter;
+        trace = streamTrace(ref, row, loaded, { includeTransactions, actions, maxTraceTransactions: this.#deps.config.maxTraceTransactions });
+        shared.set(ref.traceId, trace);
       }
-      traces.push(streamTrace(build, { row, transactions: rows, rowSet: loaded.rowSet, actions, bodies: loaded.bodies }, ref));
+      traces.push(trace);
       if (sub.filter.addressBook || sub.filter.metadata) {
-        for (const address of transactionAddresses(transactions ?? [])) addresses.add(address);
-        for (const action of actions) for (const address of actionAddresses(action)) addresses.add(address);
+        for (const address of transactionRowAddresses(loaded.rowSet, loaded.transactionRows.get(ref.traceId) ?? [])) addresses.add(address);
+        for (const action of trace.loaded.actions) for (const address of actionAddresses(action)) addresses.add(address);
       }
     }
     if (traces.length === 0) return undefined;
@@ -752,23 +770,41 @@ export class StreamHub {
   }
 }
 
-/** A stream's trace, its Trace built once, when a door first asks for it. */
-function streamTrace(build: () => Trace, loaded: LoadedTrace, ref: BlockTraceRef): StreamTrace {
-  let trace: Trace | undefined;
+/**
+ * A trace of a load in a stream's variant: its header and actions only when the stream wants no transactions (a
+ * complete trace without transactions is written so), a header only when it is over MAX_TRACE_TRANSACTIONS, or all
+ * of it. Its Trace and binary form are built once, when a door first asks for them.
+ */
+export function streamTrace(
+  ref: BlockTraceRef,
+  row: TraceRow,
+  loaded: LoadedTraces,
+  variant: { includeTransactions: boolean; actions: TraceAction[]; maxTraceTransactions: number },
+): StreamTrace {
+  const { includeTransactions, actions } = variant;
+  const rows = includeTransactions ? loaded.transactionRows.get(ref.traceId) : [];
+  // No rows: a trace loaded without its transactions (over MAX_TRACE_TRANSACTIONS), or one that has none.
+  const transactions = rows === undefined && BigInt(row.nodes_ ?? "0") > BigInt(variant.maxTraceTransactions) ? undefined : (rows ?? []);
+  const trace: LoadedTrace = { row, transactions, rowSet: loaded.rowSet, actions, bodies: loaded.bodies };
+  let typed: Trace | undefined;
+  let binary: Uint8Array | undefined;
   return {
     get trace() {
-      trace ??= build();
-      return trace;
+      typed ??= includeTransactions ? traceOf(trace) : create(TraceSchema, { ...traceHeader(row), actions });
+      return typed;
     },
-    loaded,
+    get binary() {
+      binary ??= delimitedTrace(trace);
+      return binary;
+    },
+    loaded: trace,
     externalHashNorm: ref.externalHashNorm,
     accounts: ref.accounts,
   };
 }
 
 function addressesOfLoad(loaded: LoadedTraces): string[] {
-  const out: string[] = [];
-  for (const list of loaded.transactions.values()) out.push(...transactionAddresses(list));
+  const out = transactionRowAddresses(loaded.rowSet);
   for (const byTrace of loaded.actions.values()) for (const list of byTrace.values()) for (const action of list) out.push(...actionAddresses(action));
   return out;
 }

@@ -1,12 +1,12 @@
 import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_pb.ts";
-import type { AddressBookRow, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
+import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { traceActions } from "../actions/trace-action.ts";
 import { selectAddressBook } from "../db/address-book.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
 import { runQuery } from "../db/client.ts";
 import { selectMetadata } from "../db/metadata.ts";
 import { selectTraceRows, selectTraceTransactionRows, type TraceRow } from "../db/traces.ts";
-import { scanTransactionRows, type TransactionRow, type TransactionRowSet, transactionRowSet } from "../db/transactions.ts";
+import { type TransactionRow, type TransactionRowSet, transactionRowSet } from "../db/transactions.ts";
 import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
 import type { ServiceDeps } from "../service/deps.ts";
 
@@ -103,10 +103,9 @@ export async function selectUnclassified(deps: ServiceDeps, signal: AbortSignal,
 /** What one load of a block's traces holds: all of it read in one request (one snapshot). */
 export interface LoadedTraces {
   rows: Map<string, TraceRow>;
-  transactions: Map<string, Transaction[]>;
   /**
-   * The same transactions as rows, by trace, with the set their states and messages are in and the load's body
-   * decoding: what the binary RPC doors write from (src/encode/proto/), without the objects.
+   * The transactions as rows, by trace, with the set their states and messages are in and the load's body decoding:
+   * what every door writes from (src/encode/), the typed objects built only for a door that asks (see StreamTrace).
    */
   transactionRows: Map<string, TransactionRow[]>;
   rowSet: TransactionRowSet;
@@ -137,7 +136,6 @@ export async function loadTraces(deps: ServiceDeps, signal: AbortSignal, spec: L
   const bodies = pageBodyDecoding(deps.config);
   const loaded: LoadedTraces = {
     rows: new Map(),
-    transactions: new Map(),
     transactionRows: new Map(),
     rowSet: transactionRowSet([], [], []),
     bodies,
@@ -158,19 +156,13 @@ export async function loadTraces(deps: ServiceDeps, signal: AbortSignal, spec: L
       }),
     ),
   ]);
-  // The objects for the JSON doors (the REST streams, Connect JSON), the rows kept beside them in the same order.
-  const transactions = await scanTransactionRows(rowSet, bodies);
   loaded.rowSet = rowSet;
-  rowSet.rows.forEach((row, index) => {
+  for (const row of rowSet.rows) {
     const id = row.trace_id ?? "";
-    const tx = transactions[index] as Transaction;
-    const list = loaded.transactions.get(id);
-    if (list) list.push(tx);
-    else loaded.transactions.set(id, [tx]);
     const rows = loaded.transactionRows.get(id);
     if (rows) rows.push(row);
     else loaded.transactionRows.set(id, [row]);
-  });
+  }
   for (const [key, actions] of actionSets) loaded.actions.set(key, actions);
   if (spec.addressBook || spec.metadata) {
     const addresses = new Set(addressesOf(loaded));

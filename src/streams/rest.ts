@@ -10,7 +10,7 @@ import { sendJson } from "../rest/router.ts";
 import { restStatus } from "../server/errors.ts";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
 import { positionOf, type StreamHub, type StreamItem } from "./hub.ts";
-import { blockEvents, parseEventId, parseSubscription, type ResumePoint, type Subscription } from "./toncenter.ts";
+import { blockEvents, parseEventId, withEventId, parseSubscription, type ResumePoint, type Subscription } from "./toncenter.ts";
 
 // The REST doors of the live streams, as toncenter's Streaming API v2 serves them: POST /api/streaming/v2/sse (and
 // GET, with the subscription in the query, for EventSource), GET /api/streaming/v2/ws (WebSocket).
@@ -80,12 +80,12 @@ async function* events(
   signal: AbortSignal,
   door: string,
   abortTransport: () => void,
-): AsyncGenerator<{ id: string; event: string; json: Record<string, unknown> }> {
+): AsyncGenerator<{ id: string; event: string; json: string }> {
   let skip = resume?.skip ?? 0;
   for await (const item of hub.open(subscription.filter, resume?.after, signal, door, abortTransport)) {
     if (item.kind === "heartbeat") {
       skip = 0;
-      yield { id: String(item.seqno), event: "heartbeat", json: { type: "heartbeat", position: item.seqno } };
+      yield { id: String(item.seqno), event: "heartbeat", json: `{"type":"heartbeat","position":${item.seqno}}` };
       continue;
     }
     const all = blockEvents(subscription, item as Extract<StreamItem, { kind: "block" }>);
@@ -134,7 +134,7 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
     await write(`event: connected\ndata: {"status":"subscribed"}\n\nretry: 1000\n\n`);
     try {
       for await (const { id, event, json } of events(hub, subscription, resume, abort.signal, "sse", () => res.destroy())) {
-        await write(`event: ${event}\nid: ${id}\ndata: ${JSON.stringify(json)}\n\n`);
+        await write(`event: ${event}\nid: ${id}\ndata: ${json}\n\n`);
       }
     } catch (err) {
       const error = ConnectError.from(err);
@@ -213,14 +213,15 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown:
   if (shutdown.aborted) closeIfIdle();
   else shutdown.addEventListener("abort", closeIfIdle, { once: true });
   let alive = true;
-  const send = (value: unknown) =>
+  const sendText = (text: string) =>
     new Promise<void>((resolve) => {
       if (ws.readyState !== WebSocket.OPEN) {
         resolve();
         return;
       }
-      ws.send(JSON.stringify(value), () => resolve());
+      ws.send(text, () => resolve());
     });
+  const send = (value: unknown) => sendText(JSON.stringify(value));
   const pinger = setInterval(() => {
     if (!alive) {
       ws.terminate();
@@ -239,7 +240,7 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown:
   const run = async (id: unknown, subscription: Subscription, resume: ResumePoint | undefined, controller: AbortController) => {
     try {
       for await (const { id: eventId, json } of events(hub, subscription, resume, controller.signal, "ws", () => ws.terminate())) {
-        await send({ ...json, event_id: eventId });
+        await sendText(withEventId({ id: eventId, json }));
       }
     } catch (err) {
       if (controller.signal.aborted) return;

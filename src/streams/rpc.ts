@@ -3,7 +3,7 @@ import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type StreamTracesRequest, type StreamTracesResponse, StreamTracesResponseSchema } from "../../gen/tonquery/v1/stream_pb.ts";
 import type { Config } from "../runtime/config.ts";
-import { delimitedTrace, respondsInBinary } from "../encode/proto/traces.ts";
+import { respondsInBinary } from "../encode/proto/traces.ts";
 import { distinctValues, invalidParameter, isStorableText } from "../handlers/validation.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { streamOutcome, transportAbort } from "../server/rpc-door.ts";
@@ -54,7 +54,7 @@ async function* messages(hub: StreamHub, filter: ReturnType<typeof streamFilter>
     });
     // Binary: the traces written from their rows, as already-encoded occurrences of field `traces` (see
     // TracesProtoSink), no Trace built for them. The JSON codecs print no unknown fields, so they get the objects.
-    if (binary) message.$unknown = item.traces.map((t) => ({ no: tracesField, wireType: WireType.LengthDelimited, data: delimitedTrace(t.loaded) }));
+    if (binary) message.$unknown = item.traces.map((t) => ({ no: tracesField, wireType: WireType.LengthDelimited, data: t.binary }));
     yield message;
   }
 }

@@ -1,18 +1,23 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { AddressMetadata } from "../../gen/tonquery/v1/trace_pb.ts";
-import type { AddressBookRow, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
+import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_pb.ts";
+import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses, presentAction } from "../actions/present.ts";
+import { type TransactionRow, transactionRowAddresses } from "../db/transactions.ts";
+import { JsonPieces } from "../encode/v3-json/pieces.ts";
+import { transactionsByHash, writeTransactionsObject, writeTree } from "../encode/v3-json/traces.ts";
+import { accountStateValue, quote, writeTransaction } from "../encode/v3-json/transaction.ts";
 import type { Config } from "../runtime/config.ts";
-import { transactionAddresses } from "../handlers/adjacent-transactions.ts";
+import { assembleTraceTree, transactionRowTreeView } from "../handlers/trace-tree.ts";
+import type { LoadedTrace } from "../handlers/traces.ts";
 import { distinctValues, isStorableText } from "../handlers/validation.ts";
-import { presentMetadata, presentTrace } from "../present/v3/trace.ts";
-import { presentAccountState, presentAddressBook, presentTransaction } from "../present/v3/transaction.ts";
+import { presentMetadata } from "../present/v3/trace.ts";
+import { presentAddressBook } from "../present/v3/transaction.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
-import { type StreamFilter, type StreamItem, streamFilter } from "./hub.ts";
+import { type StreamFilter, type StreamItem, type StreamTrace, streamFilter } from "./hub.ts";
 
 // toncenter's Streaming API v2 as tonquery speaks it (/api/streaming/v2/sse and /ws): the subscription's fields and
-// the events' JSON shapes, built with the v3 presenters, plus what toncenter's cannot do: every event has an id,
+// the events' JSON shapes, written with REST v3's writers, plus what toncenter's cannot do: every event has an id,
 // and a stream resumes exactly after any id it sent (see README "Live streams").
 //
 // Event ids: the events of masterchain block N are numbered from 0 in the order they are sent; every one but the
@@ -135,70 +140,126 @@ export function parseEventId(id: string | undefined | null): ResumePoint | undef
   return { after: seqno - 1, skip: Number(match[2]) + 1 };
 }
 
-/** One event of a block, as JSON, with its id. */
+/** One event of a block, as its JSON text, with its id. */
 export interface StreamEvent {
   id: string;
-  json: Record<string, unknown>;
+  json: string;
 }
 
-type Json = Record<string, unknown>;
+/** An event as a WebSocket message: its JSON with its id as the last member. */
+export function withEventId(event: StreamEvent): string {
+  return `${event.json.slice(0, -1)},"event_id":${JSON.stringify(event.id)}}`;
+}
 
-function bookAndMetadata(subscription: Subscription, item: Extract<StreamItem, { kind: "block" }>, addresses: Iterable<string>): Json {
-  const out: Json = {};
-  if (!subscription.includeAddressBook && !subscription.includeMetadata) return out;
-  const book: Record<string, AddressBookRow> = {};
-  const metadata: Record<string, AddressMetadata> = {};
-  for (const address of addresses) {
-    const row = item.addressBook[address];
-    if (row !== undefined) book[address] = row;
-    const meta = item.metadata[address];
-    if (meta !== undefined) metadata[address] = meta;
+type Block = Extract<StreamItem, { kind: "block" }>;
+
+// What events print of a block's rows and actions, printed once for every stream that sends it: the rows, actions
+// and StreamTraces of a load are shared by its streams (see StreamHub #streamTrace), and go with it.
+const printedTransactions = new WeakMap<TransactionRow, string>();
+const printedStatesAfter = new WeakMap<TransactionRow, string>();
+const printedActions = new WeakMap<TraceAction, string>();
+const printedTraces = new WeakMap<StreamTrace, string>();
+const printedBookEntries = new WeakMap<AddressBookRow, string>();
+const printedMetadataEntries = new WeakMap<AddressMetadata, string>();
+
+function printedOnce<K extends object>(printed: WeakMap<K, string>, key: K, print: () => string): string {
+  let text = printed.get(key);
+  if (text === undefined) {
+    text = print();
+    printed.set(key, text);
   }
-  if (subscription.includeAddressBook) out.address_book = presentAddressBook(book);
-  if (subscription.includeMetadata) out.metadata = presentMetadata(metadata);
-  return out;
+  return text;
+}
+
+function transactionJson(trace: LoadedTrace, row: TransactionRow): string {
+  return printedOnce(printedTransactions, row, () => {
+    const out = new JsonPieces();
+    writeTransaction(out, trace.rowSet, row, trace.bodies);
+    return out.take().toString();
+  });
+}
+
+function actionsJson(actions: readonly TraceAction[]): string {
+  return `[${actions.map((action) => printedOnce(printedActions, action, () => JSON.stringify(presentAction(action)))).join(",")}]`;
+}
+
+/** A trace event's `"trace":...,"transactions":...`: the tree (null when there is none) and the transactions by hash. */
+function treeAndTransactionsJson(trace: StreamTrace): string {
+  return printedOnce(printedTraces, trace, () => {
+    const { transactions, rowSet } = trace.loaded;
+    if (transactions === undefined) return `"trace":null,"transactions":{}`;
+    const out = new JsonPieces();
+    const tree = assembleTraceTree(transactions, transactionRowTreeView(rowSet));
+    const byHash = transactionsByHash(transactions);
+    out.text(`"trace":`);
+    if (tree.nodes.length > 0) writeTree(out, rowSet, tree.nodes, byHash);
+    else out.text("null");
+    out.text(`,"transactions":`);
+    writeTransactionsObject(out, byHash, (row) => out.text(transactionJson(trace.loaded, row)));
+    return out.take().toString();
+  });
+}
+
+/** `,"address_book":{...},"metadata":{...}` as the subscription asks, for the addresses an event names. */
+function bookAndMetadata(subscription: Subscription, item: Block, addresses: Iterable<string>): string {
+  if (!subscription.includeAddressBook && !subscription.includeMetadata) return "";
+  const book: string[] = [];
+  const metadata: string[] = [];
+  for (const address of new Set(addresses)) {
+    const row = item.addressBook[address];
+    if (row !== undefined) book.push(printedOnce(printedBookEntries, row, () => JSON.stringify(presentAddressBook({ [address]: row })).slice(1, -1)));
+    const meta = item.metadata[address];
+    if (meta !== undefined) metadata.push(printedOnce(printedMetadataEntries, meta, () => JSON.stringify(presentMetadata({ [address]: meta })).slice(1, -1)));
+  }
+  return (subscription.includeAddressBook ? `,"address_book":{${book.join(",")}}` : "") + (subscription.includeMetadata ? `,"metadata":{${metadata.join(",")}}` : "");
 }
 
 /**
  * The events a block makes for a subscription, in toncenter's shapes, in a fixed order (trace by trace, in the
- * block's trace order; per trace: transactions, actions, trace, account_state_change), with their ids.
+ * block's trace order; per trace: transactions, actions, trace, account_state_change), with their ids. Written from
+ * the rows with REST v3's writers (src/encode/v3-json/), byte for byte what JSON.stringify printed of the v3
+ * presenters' objects (test/streams-json.test.ts).
  */
-export function blockEvents(subscription: Subscription, item: Extract<StreamItem, { kind: "block" }>): StreamEvent[] {
-  const events: Json[] = [];
+export function blockEvents(subscription: Subscription, item: Block): StreamEvent[] {
+  const events: string[] = [];
   const { types, addresses } = subscription;
   const mine = (account: string) => addresses.size === 0 || addresses.has(account);
-  for (const { trace, externalHashNorm } of item.traces) {
-    const norm = externalHashNorm ?? null;
-    const base = { finality: "finalized", trace_external_hash_norm: norm };
+  for (const streamTrace of item.traces) {
+    const { loaded } = streamTrace;
+    const rows = loaded.transactions ?? [];
+    const norm = streamTrace.externalHashNorm ?? null;
+    const base = `"finality":"finalized","trace_external_hash_norm":${norm === null ? "null" : quote(norm)}`;
     if (types.has("transactions")) {
-      const transactions = trace.transactions.filter((tx) => mine(tx.account));
+      const transactions = rows.filter((row) => mine(row.account));
       if (transactions.length > 0) {
-        events.push({ type: "transactions", ...base, transactions: transactions.map(presentTransaction), ...bookAndMetadata(subscription, item, transactionAddresses(transactions)) });
+        const printed = transactions.map((row) => transactionJson(loaded, row)).join(",");
+        const book = bookAndMetadata(subscription, item, transactionRowAddresses(loaded.rowSet, transactions));
+        events.push(`{"type":"transactions",${base},"transactions":[${printed}]${book}}`);
       }
     }
     if (types.has("actions")) {
-      const actions = trace.actions.filter(
+      const actions = loaded.actions.filter(
         (action) =>
           (subscription.actionTypes === undefined || subscription.actionTypes.has(action.type)) &&
           (addresses.size === 0 || actionAddresses(action).some((account) => addresses.has(account))),
       );
       if (actions.length > 0) {
-        events.push({ type: "actions", ...base, actions: actions.map(presentAction), ...bookAndMetadata(subscription, item, actions.flatMap(actionAddresses)) });
+        events.push(`{"type":"actions",${base},"actions":${actionsJson(actions)}${bookAndMetadata(subscription, item, actions.flatMap(actionAddresses))}}`);
       }
     }
     if (types.has("trace") && norm !== null && subscription.traceExternalHashNorms.has(norm)) {
-      const presented = presentTrace(trace, true);
-      const event: Json = { type: "trace", ...base, trace: presented.trace ?? null, transactions: presented.transactions ?? {} };
-      if (types.has("actions")) event.actions = presented.actions;
-      events.push({ ...event, ...bookAndMetadata(subscription, item, [...transactionAddresses(trace.transactions), ...trace.actions.flatMap(actionAddresses)]) });
+      const actions = types.has("actions") ? `,"actions":${actionsJson(loaded.actions)}` : "";
+      const book = bookAndMetadata(subscription, item, [...transactionRowAddresses(loaded.rowSet, rows), ...loaded.actions.flatMap(actionAddresses)]);
+      events.push(`{"type":"trace",${base},${treeAndTransactionsJson(streamTrace)}${actions}${book}}`);
     }
     if (types.has("account_state_change")) {
       // The state each subscribed account is left in by the trace: after its last transaction in it.
-      const last = new Map<string, Transaction>();
-      for (const tx of trace.transactions) if (addresses.has(tx.account)) last.set(tx.account, tx);
-      for (const [account, tx] of last) {
-        if (tx.accountStateAfter === undefined) continue;
-        events.push({ type: "account_state_change", finality: "finalized", account, state: presentAccountState(tx.accountStateAfter) });
+      const last = new Map<string, TransactionRow>();
+      for (const row of rows) if (addresses.has(row.account)) last.set(row.account, row);
+      for (const [account, row] of last) {
+        if (row.account_state_hash_after === null) continue;
+        const state = printedOnce(printedStatesAfter, row, () => accountStateValue(row.account_state_hash_after, loaded.rowSet.stateByHash));
+        events.push(`{"type":"account_state_change","finality":"finalized","account":${quote(account)},"state":${state}}`);
       }
     }
   }

@@ -1,7 +1,7 @@
 import type { GetTracesRequest } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
 import { presentAction } from "../../actions/present.ts";
-import { messagesOf, type TransactionRow } from "../../db/transactions.ts";
+import { messagesOf, type TransactionRow, type TransactionRowSet } from "../../db/transactions.ts";
 import { assembleTraceTree, transactionRowTreeView } from "../../handlers/trace-tree.ts";
 import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarning } from "../../handlers/traces.ts";
 import { jsonBytes } from "../../present/json-text.ts";
@@ -13,12 +13,16 @@ import { quote, value, writeTransaction } from "./transaction.ts";
 // where REST v3 prints a trace. Byte for byte what presentTracesResponse (src/present/v3/trace.ts) prints for the
 // same page through the typed API's objects; test/v3-json-encoder.test.ts holds the two equal.
 
-/** The nested tree: children in trace order; [] for a leaf without outbound messages, null for one with. */
-function writeTree(out: JsonPieces, nodes: readonly TraceNode[], hasOutMsgs: (hash: string) => boolean): void {
+/**
+ * The nested tree of a trace's nodes (its `trace` member): children in trace order; [] for a leaf without outbound
+ * messages, null for one with.
+ */
+export function writeTree(out: JsonPieces, set: TransactionRowSet, nodes: readonly TraceNode[], byHash: ReadonlyMap<string, TransactionRow>): void {
   const childIndexes = nodes.map((): number[] => []);
   nodes.forEach((node, index) => {
     if (node.parent !== undefined) childIndexes[node.parent]?.push(index);
   });
+  const hasOutMsgs = (hash: string) => messagesOf(set, byHash.get(hash) as TransactionRow).outMsgs.length > 0;
   const writeNode = (index: number): void => {
     const node = nodes[index] as TraceNode;
     const inMsg = node.inMsgHash === undefined ? "" : `,"in_msg_hash":${quote(node.inMsgHash)}`;
@@ -38,10 +42,25 @@ function writeTree(out: JsonPieces, nodes: readonly TraceNode[], hasOutMsgs: (ha
 }
 
 /** The trace's transactions by hash; a hash met twice keeps its first place and its last transaction. */
-function transactionsByHash(rows: readonly TransactionRow[]): Map<string, TransactionRow> {
+export function transactionsByHash(rows: readonly TransactionRow[]): Map<string, TransactionRow> {
   const byHash = new Map<string, TransactionRow>();
   for (const row of rows) byHash.set(row.hash, row);
   return byHash;
+}
+
+/**
+ * The trace's `transactions` object (hash: transaction), each transaction written by `writeRow`: the live streams
+ * write one they printed already for the block.
+ */
+export function writeTransactionsObject(out: JsonPieces, byHash: ReadonlyMap<string, TransactionRow>, writeRow: (row: TransactionRow) => void): void {
+  out.text("{");
+  let first = true;
+  for (const [hash, tx] of byHash) {
+    out.text(`${first ? "" : ","}${quote(hash)}:`);
+    writeRow(tx);
+    first = false;
+  }
+  out.text("}");
 }
 
 /** One trace as toncenter's v3 JSON object, written into `out`. */
@@ -69,18 +88,13 @@ export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions:
   const byHash = transactionsByHash(transactions);
   if (tree.nodes.length > 0) {
     out.text(`,"trace":`);
-    writeTree(out, tree.nodes, (hash) => messagesOf(loaded.rowSet, byHash.get(hash) as TransactionRow).outMsgs.length > 0);
+    writeTree(out, loaded.rowSet, tree.nodes, byHash);
   }
   out.text(`,"transactions_order":[`);
   transactions.forEach((tx, i) => out.text(i === 0 ? quote(tx.hash) : `,${quote(tx.hash)}`));
-  out.text(`],"transactions":{`);
-  let first = true;
-  for (const [hash, tx] of byHash) {
-    out.text(`${first ? "" : ","}${quote(hash)}:`);
-    writeTransaction(out, loaded.rowSet, tx, loaded.bodies);
-    first = false;
-  }
-  out.text("}}");
+  out.text(`],"transactions":`);
+  writeTransactionsObject(out, byHash, (tx) => writeTransaction(out, loaded.rowSet, tx, loaded.bodies));
+  out.text("}");
 }
 
 const comma = Buffer.from(",");

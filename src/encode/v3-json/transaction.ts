@@ -139,8 +139,8 @@ function description(row: TransactionRow): string {
   return `${out}}`;
 }
 
-/** A state the index did not keep (the worker skips nonexist states) still prints its hash. */
-function accountState(hash: string | null, states: ReadonlyMap<string, AccountStateRow>): string {
+/** An account state as its v3 JSON value. A state the index did not keep (the worker skips nonexist states) still prints its hash. */
+export function accountStateValue(hash: string | null, states: ReadonlyMap<string, AccountStateRow>): string {
   if (hash === null) return "null";
   const row = states.get(hash);
   return (
@@ -203,8 +203,8 @@ export function writeTransaction(out: JsonPieces, set: TransactionRowSet, row: T
     message(out, outMsg, bodies);
   });
   out.text(
-    `],"account_state_before":${accountState(row.account_state_hash_before, set.stateByHash)},` +
-      `"account_state_after":${accountState(row.account_state_hash_after, set.stateByHash)},` +
+    `],"account_state_before":${accountStateValue(row.account_state_hash_before, set.stateByHash)},` +
+      `"account_state_after":${accountStateValue(row.account_state_hash_after, set.stateByHash)},` +
       `"emulated":false,"finality":"finalized","trace_external_hash":${value(row.trace_external_hash)}}`,
   );
 }

@@ -88,7 +88,7 @@ export function presentMetadata(metadata: Record<string, AddressMetadata>): Reco
 
 /**
  * The reference of REST's traces JSON since the service writes it from rows (src/encode/v3-json/traces.ts, held
- * equal to this by test/v3-json-encoder.test.ts); the live streams' JSON still comes from presentTrace.
+ * equal to this by test/v3-json-encoder.test.ts), as the live streams' events are (test/stream-events.test.ts).
  *
  * The JSON of presentTracesResponse, serialised a chunk of traces at a time as UTF-8 pieces: a page of 1000
  * traces never exists as one object tree or one string (which V8 keeps as two bytes per character as soon as one
