@@ -31,6 +31,6 @@ export function forwardingResponseHeaders(service: TonQueryServiceImpl): TonQuer
     getAdjacentTransactions: (request, context, finish) => forward(context, service.getAdjacentTransactions(request, context, finish)),
     getTraces: (request, context, finish) => forward(context, service.getTraces(request, context, finish)),
     getBlockTransactionsExt: (request, context, finish) => forward(context, service.getBlockTransactionsExt(request, context, finish)),
-    getTracesInto: (request, context, sink) => forward(context, service.getTracesInto(request, context, sink)),
+    getTracesInto: (request, context, newSink, answerSent) => forward(context, service.getTracesInto(request, context, newSink, answerSent)),
   };
 }
