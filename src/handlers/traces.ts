@@ -21,6 +21,7 @@ import { scanTransactionRow, type TransactionRow, transactionRowAddresses, type 
 import { type HeldSlots, transactionsWeight } from "../service/admission.ts";
 import { forEachSlice } from "../runtime/event-loop.ts";
 import type { ServiceDeps } from "../service/deps.ts";
+import { settings } from "../runtime/config.ts";
 import { parseAddress } from "../ton/address.ts";
 import { parseHash } from "../ton/hash.ts";
 import { decodeTraceCursor, encodeTraceCursor, traceCursorScope } from "./trace-cursor.ts";
@@ -29,8 +30,11 @@ import { distinctValues, invalidParameter, isStorableText } from "./validation.t
 
 export const traceTooLargeWarning = "trace is too large";
 
-/** Traces loaded per round of statements: bounds the rows, messages and response pieces a page holds at once. */
-export const traceChunkSize = 100;
+/**
+ * Traces loaded per round of statements by default (TRACE_CHUNK_SIZE): bounds the rows and messages a page holds at
+ * once, and, with a sink that writes as it goes (the REST door's), its encoded answer.
+ */
+export const traceChunkSize = Number(settings.traceChunkSize.default);
 
 /** Traces built and handed to the sink in one turn of the event loop (see forEachSlice): a few milliseconds of work. */
 const tracesPerSlice = 1;
@@ -53,7 +57,13 @@ export interface LoadedTrace {
 
 /** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
 export interface TraceSink<T> {
-  traces(chunk: readonly LoadedTrace[]): void;
+  /**
+   * Takes the next traces. A promise says the sink's receiver is full (the REST door's client reads slower than the
+   * page is read): the next traces are handed over once it settles, and a rejection ends the page.
+   */
+  traces(chunk: readonly LoadedTrace[]): void | Promise<void>;
+  /** The last trace of a chunk read together has been handed over: what the sink holds of it may leave now. */
+  chunkEnd?(): void;
   end(end: TracePageEnd): T;
 }
 
@@ -81,11 +91,13 @@ export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context:
 }
 
 /**
- * The page of traces the request asks for, handed to `sink` a chunk of `traceChunkSize` traces at a time: each
- * chunk costs the same few statements (transactions, then states and messages, with actions alongside), the
+ * The page of traces the request asks for, handed to `sink` a chunk at a time (at most TRACE_CHUNK_SIZE traces and
+ * `chunkTransactions` transactions, see chunksOf): each chunk costs the same few statements (transactions, then states and messages, with actions alongside), the
  * next chunk is read while the sink consumes the current one, and a chunk's rows are dropped once it is built,
- * so a 1000-trace page never holds all its rows at once. Once the page's trace rows tell how many transactions
- * it holds, the request's admission (`slots`) is resized to them.
+ * so a 1000-trace page never holds all its rows at once. A sink that answers with a promise (backpressure) is
+ * waited for: the read-ahead stays one chunk, so the page is read no faster than the sink's receiver takes it.
+ * Once the page's trace rows tell how many transactions it holds, the request's admission (`slots`) is resized
+ * to them.
  */
 export async function streamTraces<T>(
   deps: ServiceDeps,
@@ -133,8 +145,7 @@ export async function streamTraces<T>(
     return { chunkRows, loadable, rowSet, actions };
   };
 
-  const chunks: TraceRow[][] = [];
-  for (let i = 0; i < rows.length; i += traceChunkSize) chunks.push(rows.slice(i, i + traceChunkSize));
+  const chunks = chunksOf(rows, config.traceChunkSize, (row) => (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0));
   const addresses = new Set<string>();
   const lookUpAddresses = () =>
     Promise.all([selectAddressBook(sql, context.signal, addresses, config.testnet), selectMetadata(sql, context.signal, addresses)]);
@@ -162,6 +173,7 @@ export async function streamTraces<T>(
       else transactionsByTrace.set(tx.trace_id ?? "", [tx]);
     }
     const loaded = new Set(loadable);
+    // Only one chunk is read ahead: the next one starts once this one has been taken, however long the sink waits.
     await forEachSlice(chunkRows, tracesPerSlice, (slice) =>
       sink.traces(
         slice.map((row) => ({
@@ -173,6 +185,7 @@ export async function streamTraces<T>(
         })),
       ),
     );
+    sink.chunkEnd?.();
   }
 
   const [addressBook, metadata] = await (lookups ?? lookUpAddresses());
@@ -180,6 +193,35 @@ export async function streamTraces<T>(
   const last = rows.length === limit ? rows[rows.length - 1] : undefined;
   const nextPageToken = last === undefined ? "" : encodeTraceCursor(config.cursorSecret, cursorScope, tracePosition(filter, last));
   return sink.end({ addressBook, metadata, nextPageToken });
+}
+
+/**
+ * Transactions one chunk of a page may hold, unless its first trace alone holds more. What a chunk costs in memory
+ * (its rows, their messages and bodies, and the JSON or protobuf made of them) grows with its transactions, not its
+ * traces: a trace holds from one to MAX_TRACE_TRANSACTIONS of them. The bench's 1000-trace pages hold 6.4 (hot
+ * account) and 23.7 (cold) transactions per trace, so that 100 cold traces were 2,400 transactions, 11 MB of JSON,
+ * and the chunk being written and the one read ahead dominated the server's memory. 1,000 leaves the hot account's
+ * chunks at about 100 traces and cuts the cold one's to about 40; a chunk of the largest traces is one trace.
+ */
+export const chunkTransactions = 1000;
+
+/** A page's rows in chunks of at most `maxTraces` traces and, past its first trace, `chunkTransactions` transactions. */
+export function chunksOf(rows: readonly TraceRow[], maxTraces: number, transactions: (row: TraceRow) => number): TraceRow[][] {
+  const chunks: TraceRow[][] = [];
+  let chunk: TraceRow[] = [];
+  let held = 0;
+  for (const row of rows) {
+    const weight = transactions(row);
+    if (chunk.length > 0 && (chunk.length >= maxTraces || held + weight > chunkTransactions)) {
+      chunks.push(chunk);
+      chunk = [];
+      held = 0;
+    }
+    chunk.push(row);
+    held += weight;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 /**

@@ -14,6 +14,11 @@ export class RequestRecord {
   operation = "other";
   /** The RPC's outcome as a gRPC code name, once the RPC door knows it. */
   rpcCode: string | undefined = undefined;
+  /**
+   * A REST answer cut short after its head went out (see the router's cutShort): the status its failure would have
+   * had (500, 503, 504), which the metrics and the access log give as its code beside the 200 that was sent.
+   */
+  restCode: string | undefined = undefined;
   /** Response body bytes written so far. */
   bytes = 0;
   readonly id: string;

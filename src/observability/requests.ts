@@ -28,9 +28,10 @@ export function observeRequests(next: HttpHandler, telemetry: Telemetry, options
   const ended = (record: RequestRecord, req: HttpRequest, res: HttpResponse, span: Span | undefined) => {
     const seconds = (performance.now() - record.startedAt) / 1000;
     const rpc = record.door !== "rest" && record.door !== "http";
-    const finished = res.writableFinished;
+    // An answer cut short after its head (restCode) may look finished to Node once its HTTP/2 stream is reset.
+    const finished = res.writableFinished && record.restCode === undefined;
     // A REST answer the client did not wait for is nginx's 499, as errors.ts answers a cancelled one.
-    const code = rpc ? (record.rpcCode ?? (finished ? "UNKNOWN" : "CANCELLED")) : finished ? String(res.statusCode) : "499";
+    const code = rpc ? (record.rpcCode ?? (finished ? "UNKNOWN" : "CANCELLED")) : (record.restCode ?? (finished ? String(res.statusCode) : "499"));
     metrics.requestEnded(record.door, record.operation, code, seconds);
     if (span !== undefined) endServerSpan(span, record, res.statusCode, code, rpc);
     if (options.accessLog && log.enabled("info")) {
@@ -41,7 +42,7 @@ export function observeRequests(next: HttpHandler, telemetry: Telemetry, options
         method: req.method,
         path: pathOf(req),
         status: res.statusCode,
-        ...(rpc && { code }),
+        ...((rpc || record.restCode !== undefined) && { code }),
         ...(!finished && { completed: false }),
         duration_ms: Math.round(seconds * 1e6) / 1e3,
         bytes: record.bytes,
@@ -84,7 +85,8 @@ function endServerSpan(span: Span, record: RequestRecord, status: number, code: 
     span.setAttribute("rpc.method", record.operation);
     span.setAttribute("rpc.response.status_code", code);
   }
-  if (rpc ? serverErrorCodes.has(code) : status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  // A REST answer cut short after its 200 went out is an error all the same (its code is the failure's status).
+  if (rpc ? serverErrorCodes.has(code) : status >= 500 || Number(code) >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
   span.end();
 }
 

@@ -100,7 +100,7 @@ export class TracePageFinality<T> implements TraceSink<T> {
         : undefined;
   }
 
-  traces(chunk: readonly LoadedTrace[]): void {
+  traces(chunk: readonly LoadedTrace[]): void | Promise<void> {
     for (const { row, transactions } of chunk) {
       this.#traces++;
       const settled =
@@ -109,7 +109,11 @@ export class TracePageFinality<T> implements TraceSink<T> {
       if (this.#wanted?.kind === "trace") this.#found.add(row.trace_id);
       else if (this.#wanted?.kind === "transaction") for (const tx of transactions ?? []) this.#found.add(tx.hash);
     }
-    this.#inner.traces(chunk);
+    return this.#inner.traces(chunk);
+  }
+
+  chunkEnd(): void {
+    this.#inner.chunkEnd?.();
   }
 
   end(end: TracePageEnd): T {

@@ -31,7 +31,7 @@ export function forwardingResponseHeaders(service: TonQueryServiceImpl): TonQuer
     getAdjacentTransactions: (request, context, finish) => forward(context, service.getAdjacentTransactions(request, context, finish)),
     getTraces: (request, context, finish) => forward(context, service.getTraces(request, context, finish)),
     getBlockTransactionsExt: (request, context, finish) => forward(context, service.getBlockTransactionsExt(request, context, finish)),
-    getTracesInto: (request, context, sink) => forward(context, service.getTracesInto(request, context, sink)),
+    getTracesInto: (request, context, newSink, answerSent) => forward(context, service.getTracesInto(request, context, newSink, answerSent)),
     loadAdjacentTransactions: (request, context, finish) => forward(context, service.loadAdjacentTransactions(request, context, finish)),
     loadBlockTransactionsExt: (request, context, finish) => forward(context, service.loadBlockTransactionsExt(request, context, finish)),
   };

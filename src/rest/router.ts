@@ -1,20 +1,21 @@
 import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
-import vary from "vary";
+import type { OutgoingHttpHeaders } from "node:http";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
 import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../server/errors.ts";
 import { jsonBytes } from "../present/json-text.ts";
-import { nameRequest } from "../observability/request-context.ts";
+import { nameRequest, type RequestRecord } from "../observability/request-context.ts";
+import { log } from "../runtime/log.ts";
 import { presentMasterchainInfo } from "../present/v3/block.ts";
 import { TracesJsonEncoder } from "../encode/v3-json/traces.ts";
 import { writeTransactionsResponse } from "../encode/v3-json/transactions.ts";
 import { writeBlockTransactionsExt } from "../encode/v2-json/block-transactions.ts";
 import type { TonQueryServiceImpl } from "../service/service.ts";
 import { cacheControl, entityTag, notModified, TracePageFinality } from "./caching.ts";
-import { chooseCoding, type CompressionSettings, drained, noCompression, writeCoded } from "./compression.ts";
+import { ResponseBody, type ResponseSink, sendBody, sendNotModified } from "./body.ts";
+import { type CompressionSettings, noCompression } from "./compression.ts";
 import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "./queries.ts";
 
 /** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
@@ -28,31 +29,27 @@ interface RestAnswer {
   cacheControl: string;
 }
 
-/**
- * The v2 envelope's content without toncenter's `@extra` stamp (the time of the answer, the result's last member):
- * two answers that differ only in it are the same answer, and must have the same ETag for If-None-Match to work.
- */
-function withoutV2Stamp(body: Buffer): Buffer {
-  const stamp = body.lastIndexOf(',"@extra":"');
-  return stamp < 0 ? body : body.subarray(0, stamp);
-}
-
 interface Route {
   dialect: Dialect;
   method: DescMethod;
-  handle(query: URLSearchParams, context: HandlerContext): Promise<RestAnswer>;
+  /**
+   * Answers the request. A route whose answer can be large writes it into `body` as it is made (the traces page),
+   * which streams it once it outgrows REST_HOLD_MAX_BYTES; the answer returned then holds `body.held()`, and is
+   * not used once `body.sent`. The others return their answer whole and leave `body` alone.
+   */
+  handle(query: URLSearchParams, context: HandlerContext, body: ResponseBody): Promise<RestAnswer>;
 }
 
 /** A service method as the REST door calls it: `finish` runs while the request still holds its admission. */
 type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => RestAnswer) => Promise<RestAnswer>;
 
 /**
- * Binds a legacy path to an RPC: parse the query into the RPC's request message (bad input throws
- * InvalidArgument), call the same service method the RPC doors call, present the result as legacy JSON with the
- * Cache-Control that `caching` gives the result (see caching.ts).
+ * Binds a v3 path to an RPC whose answer is presented from the typed response (the others are written from the rows
+ * by src/encode/): parse the query into the RPC's request message (bad input throws InvalidArgument), call the same
+ * service method the RPC doors call, present the result as toncenter's JSON with the Cache-Control that `caching`
+ * gives the result (see caching.ts).
  */
-function route<I extends DescMessage, O extends DescMessage, R>(
-  dialect: Dialect,
+function v3Route<I extends DescMessage, O extends DescMessage, R>(
   method: DescMethodUnary<I, O>,
   parse: (query: URLSearchParams) => MessageShape<I>,
   call: ServiceCall<MessageShape<I>, R>,
@@ -60,15 +57,11 @@ function route<I extends DescMessage, O extends DescMessage, R>(
   caching: (response: R) => string,
 ): Route {
   return {
-    dialect,
+    dialect: "v3",
     method,
     handle(query, context) {
       const request = parse(query);
-      return call(request, context, (response) => {
-        const presented = present(response, request);
-        const body = jsonBytes(dialect === "v2" ? { ok: true, result: presented } : presented);
-        return { body: [body], content: dialect === "v2" ? [withoutV2Stamp(body)] : undefined, cacheControl: caching(response) };
-      });
+      return call(request, context, (response) => ({ body: [jsonBytes(present(response, request))], cacheControl: caching(response) }));
     },
   };
 }
@@ -78,8 +71,7 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
   return new Map([
     [
       "/api/v3/masterchainInfo",
-      route(
-        "v3",
+      v3Route(
         m.getMasterchainInfo,
         () => create(m.getMasterchainInfo.input),
         (request, context, finish) => service.getMasterchainInfo(request, context, finish),
@@ -106,11 +98,19 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
       {
         dialect: "v3",
         method: m.getTraces,
-        async handle(query, context) {
+        async handle(query, context, body) {
           const request = tracesQuery(query);
           let page: TracePageFinality<Buffer[]> | undefined;
-          const body = await service.getTracesInto(request, context, () => (page = new TracePageFinality(request, new TracesJsonEncoder(request))));
-          return { body, cacheControl: (page as TracePageFinality<Buffer[]>).cacheControl() };
+          await service.getTracesInto(
+            request,
+            context,
+            (run) => {
+              body.begin(run.responseHeaders);
+              return (page = new TracePageFinality(request, new TracesJsonEncoder(request, body)));
+            },
+            () => body.sent,
+          );
+          return { body: body.held(), cacheControl: (page as TracePageFinality<Buffer[]>).cacheControl() };
         },
       },
     ],
@@ -121,7 +121,8 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
         method: m.getBlockTransactionsExt,
         handle(query, context) {
           return service.loadBlockTransactionsExt(blockTransactionsExtQuery(query), context, (loaded) => {
-            // The ETag leaves the time stamp out, as withoutV2Stamp does for the other v2 answers.
+            // The ETag leaves out the `@extra` stamp (the time of the answer): two answers that differ only in it are the
+            // same answer, and must have the same ETag for If-None-Match to work.
             const { content, stamp } = writeBlockTransactionsExt(loaded);
             return {
               body: [...content, stamp],
@@ -144,6 +145,8 @@ export interface RestOptions {
   timeoutMs: number;
   /** Of every JSON answer that passes this door, the next handler's (/healthz, 404) included. */
   compression: CompressionSettings;
+  /** REST_HOLD_MAX_BYTES: an answer written as it is made is streamed past this (see ResponseBody). */
+  holdMaxBytes: number;
 }
 
 /** The compression settings of the door a response passed, for sendJson's callers outside the door's own code. */
@@ -186,7 +189,7 @@ export function refusedMethod(req: HttpRequest, res: HttpResponse, dialect: Dial
 }
 
 async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse, options: RestOptions) {
-  nameRequest("rest", found.method.name);
+  const record = nameRequest("rest", found.method.name);
   const clientGone = new AbortController();
   res.once("close", () => clientGone.abort(connectionClosed));
   const context = createHandlerContext({
@@ -200,12 +203,29 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
     requestSignal: clientGone.signal,
     requestHeader: headersOf(req),
   });
+  const body = new ResponseBody(res, {
+    compression: options.compression,
+    holdMaxBytes: options.holdMaxBytes,
+    signal: context.signal,
+    responseHeader: context.responseHeader,
+    // Finality (TracePageFinality) is known only once the page is read, after the head has gone out. "no-cache" is
+    // the weakest claim a cacheable answer can make: a cache may keep the answer but must ask again before each use,
+    // and with no ETag to revalidate with, that is a full request; so nothing stale is ever served from a cache,
+    // which is all a final page's "immutable" would have added to (a streamed page is at least 1 MiB and rarely
+    // asked twice).
+    cacheControl: cacheControl.revalidate,
+  });
   try {
-    const answer = await found.handle(url.searchParams, context);
+    const answer = await found.handle(url.searchParams, context, body);
+    if (await body.finish()) return;
     const headers = { etag: await entityTag(answer.content ?? answer.body), "cache-control": answer.cacheControl };
-    if (notModified(req.headers, headers.etag)) sendNotModified(res, headers);
-    else await sendBody(res, 200, answer.body, req.method === "HEAD", headers);
+    if (notModified(req.headers, headers.etag)) sendNotModified(res, headers, options.compression);
+    else await sendBody(res, 200, answer.body, req.method === "HEAD", headers, options.compression);
   } catch (err) {
+    if (body.sent) {
+      cutShort(err, body, res, record, url.pathname, clientGone.signal.aborted);
+      return;
+    }
     const error = publicError(err, `REST ${url.pathname}`);
     const status = restStatus(error.code);
     // A request shed under overload says when to come back (see Admission); RPC doors carry it as error metadata.
@@ -214,6 +234,22 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
   } finally {
     context.abort(requestEnded);
   }
+}
+
+/**
+ * A streamed answer failed after its head went out (a statement's error, the deadline, shutdown, its snapshot lost
+ * with its database member): no error answer can follow a 200, and the JSON so far must not pass for a whole one,
+ * so the response ends abnormally (abortResponse), counted and logged once as the error it is. Nothing to do when
+ * the response was already over: the client went away first (a 499 of its own), or a HEAD was answered with its
+ * head and the work after it was cancelled.
+ */
+function cutShort(err: unknown, body: ResponseBody, res: HttpResponse, record: RequestRecord | undefined, path: string, clientGone: boolean): void {
+  if (clientGone || res.writableEnded) return;
+  const error = ConnectError.from(err);
+  const status = restStatus(error.code);
+  if (record !== undefined) record.restCode = String(status);
+  log.error("streamed answer cut short", { where: `REST ${path}`, code: Code[error.code], status, bytes: record?.bytes, error: error.cause ?? error });
+  body.abort();
 }
 
 // Reasons made once: aborting without one builds a DOMException with its stack, twice per request (3 % of the
@@ -234,90 +270,9 @@ function headersOf(req: HttpRequest): Headers {
   return headers;
 }
 
-/** The part of an HTTP/1.1 or HTTP/2 response that writing a JSON body needs. */
-interface ResponseSink {
-  /** The request answered: its Accept-Encoding and method choose the body's coding. */
-  readonly req: { readonly headers: IncomingHttpHeaders; readonly method?: string | undefined };
-  readonly headersSent: boolean;
-  readonly writableEnded: boolean;
-  readonly destroyed: boolean;
-  getHeader(name: string): number | string | string[] | undefined;
-  setHeader(name: string, value: string): unknown;
-  writeHead(status: number, headers: OutgoingHttpHeaders): unknown;
-  write(chunk: Buffer): boolean;
-  end(chunk: string | Buffer): unknown;
-  destroy(): unknown;
-  once(event: "drain" | "close", listener: () => void): unknown;
-  off(event: "drain" | "close", listener: () => void): unknown;
-}
-
 /** A JSON answer that is not a REST path's 200 (an error, /healthz, a 404): never cached, unless `extraHeaders` says so. */
 export function sendJson(res: ResponseSink, status: number, body: unknown, extraHeaders: Record<string, string> = {}, headOnly = false): void {
-  void sendBody(res, status, jsonBytes(body), headOnly, { "cache-control": cacheControl.never, ...extraHeaders });
-}
-
-/**
- * Writes the response in batches, each after the client has taken the one before: a 25 MB page of 1000 traces
- * written at once held the event loop for 15-40 ms copying it into the socket's buffer, and kept a second copy
- * of the page there for as long as the client took to read it. A body the client asked to be compressed
- * (compression.ts) goes through the compressor batch by batch, with no Content-Length: its coded size is known
- * only at its end. HEAD gets the headers GET would, and no body. Never rejects.
- */
-async function sendBody(res: ResponseSink, status: number, body: Buffer | readonly Buffer[], headOnly: boolean, extraHeaders: Record<string, string> = {}): Promise<void> {
-  if (res.headersSent || res.writableEnded) return;
-  const pieces = Buffer.isBuffer(body) ? [body] : body;
-  const length = pieces.reduce((sum, piece) => sum + piece.length, 0);
-  const compression = compressionOf.get(res) ?? noCompression;
-  const coding = chooseCoding(res.req.headers, length, compression);
-  if (compression.enabled) varyOnAcceptEncoding(res);
-  res.writeHead(status, {
-    "content-type": "application/json; charset=utf-8",
-    ...(coding === undefined ? { "content-length": length } : { "content-encoding": coding }),
-    ...extraHeaders,
-  });
-  if (headOnly || res.req.method === "HEAD") {
-    res.end("");
-    return;
-  }
-  if (coding !== undefined) {
-    await writeCoded(res, coding, writeBatches(pieces));
-    return;
-  }
-  for (const batch of writeBatches(pieces)) {
-    if (res.destroyed) return;
-    if (!res.write(batch)) await drained(res);
-  }
-  res.end("");
-}
-
-/** 304: the validator and caching headers a 200 would carry (RFC 9110 §15.4.5), no body. */
-function sendNotModified(res: ResponseSink, headers: Record<string, string>): void {
-  if ((compressionOf.get(res) ?? noCompression).enabled) varyOnAcceptEncoding(res);
-  res.writeHead(304, headers);
-  res.end("");
-}
-
-/** Adds Accept-Encoding to whatever Vary the response has already (CORS adds Origin). */
-function varyOnAcceptEncoding(res: ResponseSink): void {
-  const current = res.getHeader("vary");
-  res.setHeader("vary", vary.append(Array.isArray(current) ? current.join(", ") : String(current ?? ""), "Accept-Encoding"));
-}
-
-/** Small pieces (a trace each) joined into writes of about 64 KB: one socket write per piece cost more than the copy. */
-function* writeBatches(pieces: readonly Buffer[]): Generator<Buffer> {
-  const target = 64 * 1024;
-  let run: Buffer[] = [];
-  let size = 0;
-  for (const piece of pieces) {
-    run.push(piece);
-    size += piece.length;
-    if (size >= target) {
-      yield run.length === 1 ? piece : Buffer.concat(run, size);
-      run = [];
-      size = 0;
-    }
-  }
-  if (run.length > 0) yield run.length === 1 ? (run[0] as Buffer) : Buffer.concat(run, size);
+  void sendBody(res, status, jsonBytes(body), headOnly, { "cache-control": cacheControl.never, ...extraHeaders }, compressionOf.get(res) ?? noCompression);
 }
 
 export function sendEmpty(res: ResponseSink, status: number, headers: OutgoingHttpHeaders): void {

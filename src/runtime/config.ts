@@ -3,6 +3,7 @@
 
 import { logLevels, type LogLevel } from "./log.ts";
 import { openFileLimit } from "../server/open-file-limit.ts";
+import { defaultHoldMaxBytes } from "../rest/body.ts";
 
 export interface Config {
   /** PostgreSQL URL of the ton-index-worker database; absent = embedded PGlite with demo data. */
@@ -28,6 +29,8 @@ export interface Config {
   maxLimit: number;
   /** Traces with more transactions are returned incomplete, without transactions. */
   maxTraceTransactions: number;
+  /** Traces of a page read per round of statements (see streamTraces). */
+  traceChunkSize: number;
   /** Print user-friendly addresses in their testnet form. */
   testnet: boolean;
   /** Decode message bodies (`decoded`, `decoded_opcode`) against the TL-B schema. */
@@ -69,6 +72,8 @@ export interface Config {
   compression: boolean;
   /** REST answers smaller than this go out uncompressed. */
   compressionMinBytes: number;
+  /** REST answers up to this size are held and sent whole (ETag, Content-Length); larger ones are sent as they are written. */
+  restHoldMaxBytes: number;
   /** Live streams (StreamTraces, SSE, WebSocket subscriptions) open at once on this instance. */
   streamMaxStreams: number;
   /** Accounts one stream may follow. */
@@ -155,6 +160,11 @@ export const settings = {
   defaultLimit: { env: "DEFAULT_LIMIT", default: "10", help: "Default `limit` of /api/v3/traces." },
   maxLimit: { env: "MAX_LIMIT", default: "1000", help: "Largest accepted `limit` of /api/v3/traces." },
   maxTraceTransactions: { env: "MAX_TRACE_TRANSACTIONS", default: "4000", help: "Traces with more transactions are returned with is_incomplete=true and no transactions." },
+  traceChunkSize: {
+    env: "TRACE_CHUNK_SIZE",
+    default: "100",
+    help: "Traces of a /traces page read per round of statements: a page holds the rows of about two chunks at once (the one being written, the next being read), and a larger chunk costs fewer statements per page.",
+  },
   testnet: { env: "TESTNET", default: "false", help: "true: user-friendly addresses use the testnet flag." },
   decodeBodies: {
     env: "DECODE_BODIES",
@@ -229,6 +239,11 @@ export const settings = {
     env: "COMPRESSION_MIN_BYTES",
     default: "1024",
     help: "REST answers smaller than this many bytes go out uncompressed, unless the client refuses identity.",
+  },
+  restHoldMaxBytes: {
+    env: "REST_HOLD_MAX_BYTES",
+    default: String(defaultHoldMaxBytes),
+    help: "REST answers up to this many bytes of JSON are held and sent whole, with an ETag and Content-Length; a larger one is sent as it is written (chunked, Cache-Control: no-cache, no ETag), its pages read as fast as the client takes them.",
   },
   streamMaxStreams: {
     env: "STREAM_MAX_STREAMS",
@@ -328,6 +343,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     defaultLimit: integer(s.defaultLimit.env, read(s.defaultLimit), 1, 1_000_000),
     maxLimit: integer(s.maxLimit.env, read(s.maxLimit), 1, 1_000_000),
     maxTraceTransactions: integer(s.maxTraceTransactions.env, read(s.maxTraceTransactions), 1, 10_000_000),
+    traceChunkSize: integer(s.traceChunkSize.env, read(s.traceChunkSize), 1, 100_000),
     testnet: boolean(s.testnet.env, read(s.testnet)),
     decodeBodies: boolean(s.decodeBodies.env, read(s.decodeBodies)),
     decodedBodyCache: integer(s.decodedBodyCache.env, read(s.decodedBodyCache), 0, 10_000_000),
@@ -350,6 +366,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     otlpTracesEndpoint: read(s.otlpTracesEndpoint) || undefined,
     compression: boolean(s.compression.env, read(s.compression)),
     compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
+    restHoldMaxBytes: integer(s.restHoldMaxBytes.env, read(s.restHoldMaxBytes), 0, 1_000_000_000),
     streamMaxStreams: integer(s.streamMaxStreams.env, read(s.streamMaxStreams), 0, 1_000_000),
     streamMaxAddresses: integer(s.streamMaxAddresses.env, read(s.streamMaxAddresses), 1, 1_000_000),
     streamPollIntervalMs: integer(s.streamPollIntervalMs.env, read(s.streamPollIntervalMs), 10, 600_000),

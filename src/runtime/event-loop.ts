@@ -4,11 +4,15 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 // 100-200 ms, and every cheap request that arrived meanwhile (masterchainInfo, a one-trace lookup) waited that long.
 // Work over many items is therefore done a slice at a time, handing the loop back between slices.
 
-/** Calls `work` on consecutive slices of `items`, letting other requests run between two slices. */
-export async function forEachSlice<T>(items: readonly T[], sliceSize: number, work: (slice: readonly T[]) => void): Promise<void> {
+/**
+ * Calls `work` on consecutive slices of `items`, letting other requests run between two slices. A slice whose work
+ * answers with a promise is waited for before the next one (a sink's backpressure).
+ */
+export async function forEachSlice<T>(items: readonly T[], sliceSize: number, work: (slice: readonly T[]) => void | Promise<void>): Promise<void> {
   for (let start = 0; start < items.length; start += sliceSize) {
     if (start > 0) await nextTurn();
-    work(items.slice(start, start + sliceSize));
+    const pending = work(items.slice(start, start + sliceSize));
+    if (pending !== undefined) await pending;
   }
 }
 

@@ -69,11 +69,20 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
   ]);
   const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
   const restPaths = withResponseHeaders(
-    restHandler({ service: forwardingResponseHeaders(service), shutdownSignal: shutdown.signal, timeoutMs: deps.config.requestTimeoutMs, compression }, (req, res) => {
-      const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
-      if (endpoint === undefined) notFound(req, res);
-      else if (!refusedMethod(req, res)) endpoint(req, res);
-    }),
+    restHandler(
+      {
+        service: forwardingResponseHeaders(service),
+        shutdownSignal: shutdown.signal,
+        timeoutMs: deps.config.requestTimeoutMs,
+        compression,
+        holdMaxBytes: deps.config.restHoldMaxBytes,
+      },
+      (req, res) => {
+        const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
+        if (endpoint === undefined) notFound(req, res);
+        else if (!refusedMethod(req, res)) endpoint(req, res);
+      },
+    ),
   );
   // The live streams' REST doors (toncenter's Streaming API v2), before the other REST paths.
   const streaming = streamingDoors(service.streams, deps.config, restPaths);

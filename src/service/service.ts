@@ -68,6 +68,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
     finish: Finish<Response, Out> | undefined,
+    answerSent: () => boolean = nothingSent,
   ): Promise<Out> => {
     const minSeqno = minIndexSeqno(context.requestHeader);
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
@@ -80,14 +81,17 @@ export function createTonQueryService(deps: ServiceDeps) {
         for (let runs = 1; ; runs++) {
           try {
             const response = await handle(bounded, slots);
-            exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
+            // A streamed answer's head, X-Index-Seqno included, went out before the end (see getTracesInto).
+            if (!answerSent()) exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
             // Read in full: the snapshot is let go before the answer is written.
             route.end();
             return finish ? finish(response) : (response as unknown as Out);
           } catch (err) {
-            // Nothing of a run reaches the client before it ends (a door's sink is made anew per run), so a run
-            // whose member failed under it is done again from the start, on another member, never finished there.
-            if (!isSnapshotLost(err) || runs >= maxRuns) throw err;
+            // A run whose member failed under it is done again from the start, on another member, never finished
+            // there: its door makes its sink anew per run and drops what the failed run wrote. Unless part of the
+            // answer has already left (a REST page streamed past REST_HOLD_MAX_BYTES): bytes sent cannot be taken
+            // back nor sent twice, so that request fails, and its door ends the response abnormally.
+            if (!isSnapshotLost(err) || runs >= maxRuns || answerSent()) throw err;
             route.restart();
           }
         }
@@ -167,21 +171,40 @@ export function createTonQueryService(deps: ServiceDeps) {
       ),
     /**
      * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
-     * `newSink` for each run of the request (a run may be done again, see `admitted`).
+     * `newSink` for each run of the request (a run may be done again, see `admitted`, as long as `answerSent` says
+     * no part of the answer has left). A door that sends the answer's head before the page is read calls
+     * `run.responseHeaders()` first: it sets the response headers (X-Index-Seqno) on the context as they would be
+     * set at the end, which they can be because every statement of the request reads one snapshot (the newest
+     * block it holds is the same at the first statement as at the last).
      */
-    getTracesInto: <T>(request: GetTracesRequest, context: HandlerContext, newSink: () => TraceSink<T>) =>
+    getTracesInto: <T>(request: GetTracesRequest, context: HandlerContext, newSink: (run: TracesRun) => TraceSink<T>, answerSent?: () => boolean) =>
       admitted<T, T>(
         `getTraces/${request.limit ?? config.defaultLimit}`,
         context,
         tracesWeight(request),
-        (bounded, slots) => streamTraces(deps, request, bounded, newSink(), slots),
+        (bounded, slots) => {
+          const run: TracesRun = {
+            responseHeaders: async () => exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal)),
+          };
+          return streamTraces(deps, request, bounded, newSink(run), slots);
+        },
         undefined,
+        answerSent,
       ),
   };
 }
 
 /** Runs of one request when its snapshot is lost with its member: the first, and one more on another member. */
 const maxRuns = 2;
+
+/** Of a door whose answer leaves only at its end: a request may always run again. */
+const nothingSent = () => false;
+
+/** One run of getTracesInto, as its sink's door sees it. */
+export interface TracesRun {
+  /** Sets the response headers of the answer on the request's context before its end (see getTracesInto). */
+  responseHeaders(): Promise<void>;
+}
 
 /**
  * The request's context, its signal bounded by the server's own deadline when the client sent none (gRPC and

@@ -5,7 +5,7 @@ import { WebSocket, WebSocketServer } from "ws";
 import type { Config } from "../runtime/config.ts";
 import { log } from "../runtime/log.ts";
 import { nameRequest } from "../observability/request-context.ts";
-import { drained } from "../rest/compression.ts";
+import { drained } from "../rest/body.ts";
 import { sendJson } from "../rest/router.ts";
 import { restStatus } from "../server/errors.ts";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";

@@ -97,33 +97,57 @@ export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions:
   out.text("}");
 }
 
-const comma = Buffer.from(",");
+const pageHead = '{"traces":[';
+
+/** Where the encoder's pieces go as they are made: the REST door's response body (src/rest/body.ts). */
+export interface PieceSink {
+  /** Takes a piece; a promise asks the writer to wait for it before writing more (the client is slower than the page). */
+  write(piece: Buffer): void | Promise<void>;
+  /** Takes the answer's last piece: nothing follows, and nobody waits. */
+  end(piece: Buffer): void;
+  /** What has been written may leave now rather than with the next pieces (the next chunk is still being read). */
+  flush?(): void;
+}
 
 /**
  * The body of an /api/v3/traces answer, written a trace at a time as UTF-8 pieces while the page is loaded: a page of
- * 1000 traces never exists as objects or as one string, and no Transaction is built for it.
+ * 1000 traces never exists as objects or as one string, and no Transaction is built for it. The pieces go to `out`
+ * as they are made, which may send them on at once (see src/rest/body.ts); without one they are collected and
+ * returned by `end`.
  */
 export class TracesJsonEncoder implements TraceSink<Buffer[]> {
-  readonly #pieces: Buffer[] = [Buffer.from('{"traces":[')];
+  readonly #collected: Buffer[] = [];
+  readonly #sink: PieceSink;
   readonly #out = new JsonPieces();
   readonly #includeActions: boolean;
   #first = true;
 
-  constructor(request: GetTracesRequest) {
+  constructor(request: GetTracesRequest, out?: PieceSink) {
     this.#includeActions = request.includeActions;
+    const collect = (piece: Buffer) => void this.#collected.push(piece);
+    this.#sink = out ?? { write: collect, end: collect };
   }
 
-  traces(chunk: readonly LoadedTrace[]): void {
+  traces(chunk: readonly LoadedTrace[]): void | Promise<void> {
+    let wait: void | Promise<void> = undefined;
     for (const loaded of chunk) {
-      if (!this.#first) this.#pieces.push(comma);
+      // One piece per trace, its separator included: a large trace then goes out without being copied again.
+      this.#out.text(this.#first ? pageHead : ",");
       writeTrace(this.#out, loaded, this.#includeActions);
-      this.#pieces.push(this.#out.take());
+      wait = this.#sink.write(this.#out.take()) ?? wait;
       this.#first = false;
     }
+    return wait;
   }
 
+  chunkEnd(): void {
+    this.#sink.flush?.();
+  }
+
+  /** Writes the page's tail; returns the pieces collected (none when they went to an `out`). */
   end(end: TracePageEnd): Buffer[] {
-    this.#pieces.push(tracesPageTail(end));
-    return this.#pieces;
+    const tail = tracesPageTail(end);
+    this.#sink.end(this.#first ? Buffer.concat([Buffer.from(pageHead), tail]) : tail);
+    return this.#collected;
   }
 }
