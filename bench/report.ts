@@ -580,12 +580,17 @@ export function markdown(result: BenchResult): string {
 
   out.push("", "## Cases", "", "| case | request | response | statements (rounds) |", "|---|---|---|---|");
   for (const c of result.cases) {
+    // Memoised: a page read in many chunks has statements that follow several others each, whose paths multiply.
     const rounds = new Map<number, number>();
     const depth = (i: number): number => {
+      const known = rounds.get(i);
+      if (known !== undefined) return known;
       const s = c.statements[i];
-      return s === undefined || s.after.length === 0 ? 1 : 1 + Math.max(...s.after.map(depth));
+      const value = s === undefined || s.after.length === 0 ? 1 : 1 + Math.max(...s.after.map(depth));
+      rounds.set(i, value);
+      return value;
     };
-    c.statements.forEach((_, i) => rounds.set(i, depth(i)));
+    c.statements.forEach((_, i) => depth(i));
     const maxRound = Math.max(0, ...rounds.values());
     out.push(`| ${c.id} | ${escapeCell(c.title)}<br>\`${escapeCell(c.restPath.length > 100 ? `${c.restPath.slice(0, 99)}…` : c.restPath)}\` | ${c.response.items} ${c.response.description} | ${c.statements.length} (${maxRound} sequential) |`);
   }
