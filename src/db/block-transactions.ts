@@ -98,19 +98,6 @@ export function blockTransactionBoc(page: BlockTransactionRows, row: Transaction
  * Up to `limit` transactions of the block after the cursor. Accounts of one block share its workchain, so the
  * raw form in the "C" collation sorts like the 256-bit account id, whatever the database's locale.
  */
-export async function selectBlockTransactions(
-  sql: Sql,
-  signal: AbortSignal,
-  block: Pick<BlockIdExt, "workchain" | "shard" | "seqno">,
-  after: AccountCursor | undefined,
-  limit: number,
-  bocCacheBytes: number,
-): Promise<RawTransaction[]> {
-  const page = await selectBlockTransactionRows(sql, signal, block, after, limit, bocCacheBytes);
-  return page.rows.map((row) => rawTransactionOf(page, row));
-}
-
-/** selectBlockTransactions as rows. */
 export async function selectBlockTransactionRows(
   sql: Sql,
   signal: AbortSignal,
