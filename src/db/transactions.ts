@@ -62,17 +62,6 @@ export async function selectTransactionsByHash(
  * The parents (direction "in") and/or children ("out") of a transaction, ordered by lt: the transactions on
  * the other side of its messages. Both probes are primary-key or msg_hash index lookups.
  */
-export async function selectAdjacentTransactions(
-  sql: Sql,
-  signal: AbortSignal,
-  hash: string,
-  direction: Direction | undefined,
-  bodies: BodyDecoding,
-): Promise<Transaction[]> {
-  return scanTransactionRows(await selectAdjacentTransactionRows(sql, signal, hash, direction), bodies);
-}
-
-/** selectAdjacentTransactions as rows, for the wire encoders (src/encode/) and scanTransactionRows alike. */
 export async function selectAdjacentTransactionRows(
   sql: Sql,
   signal: AbortSignal,
@@ -183,16 +172,6 @@ export function scanTransactionRow(set: TransactionRowSet, row: TransactionRow, 
     inMsg: own.inMsg === undefined ? undefined : scanMessage(own.inMsg, bodies),
     outMsgs: own.outMsgs.map((message) => scanMessage(message, bodies)),
   });
-}
-
-/** Transaction rows with their states and messages, as Transactions in the rows' order. */
-export function assembleTransactions(
-  rows: readonly TransactionRow[],
-  states: readonly AccountStateRow[],
-  messages: readonly MessageRow[],
-  bodies: BodyDecoding,
-): Promise<Transaction[]> {
-  return scanTransactionRows(transactionRowSet(rows, states, messages), bodies);
 }
 
 /** Every transaction of the set as Transactions, in the rows' order. */
