@@ -231,9 +231,25 @@ export async function selectMessageRows(
 
 type CounterpartRow = { msg_hash: string; direction: Direction; tx_hash: string };
 
-/** The message's side a counterpart row stands on, as a key: its hash and direction. */
-const sideKey = (msgHash: string, direction: Direction) => `${direction}:${msgHash}`;
-const opposite = (direction: Direction): Direction => (direction === "in" ? "out" : "in");
+/**
+ * The transaction on each side of a message, by message hash: one map per direction rather than one keyed by
+ * direction and hash, so that no key string is built per row (a trace page pairs a few thousand messages).
+ */
+class MessageSides {
+  readonly #in = new Map<string, string>();
+  readonly #out = new Map<string, string>();
+
+  /** Keeps the first transaction seen on a side. */
+  add(msgHash: string, direction: Direction, txHash: string): void {
+    const side = direction === "in" ? this.#in : this.#out;
+    if (!side.has(msgHash)) side.set(msgHash, txHash);
+  }
+
+  /** The transaction on the side opposite to `direction`, where known. */
+  opposite(msgHash: string, direction: Direction): string | null {
+    return (direction === "in" ? this.#out : this.#in).get(msgHash) ?? null;
+  }
+}
 
 /**
  * Sets `counterpart_tx_hash` on each row: from the rows themselves where the other side is among them, else from
@@ -241,14 +257,11 @@ const opposite = (direction: Direction): Direction => (direction === "in" ? "out
  * message no destination), so they are never looked up.
  */
 async function pairCounterparts(sql: Sql, signal: AbortSignal, rows: MessageRow[]): Promise<void> {
-  const sides = new Map<string, string>();
-  for (const row of rows) {
-    const key = sideKey(row.msg_hash, row.direction);
-    if (!sides.has(key)) sides.set(key, row.tx_hash);
-  }
+  const sides = new MessageSides();
+  for (const row of rows) sides.add(row.msg_hash, row.direction, row.tx_hash);
   const unpaired = new Set<string>();
   for (const row of rows) {
-    row.counterpart_tx_hash = sides.get(sideKey(row.msg_hash, opposite(row.direction))) ?? null;
+    row.counterpart_tx_hash = sides.opposite(row.msg_hash, row.direction);
     const external = row.direction === "in" ? row.source === null : row.destination === null;
     if (row.counterpart_tx_hash === null && !external) unpaired.add(row.msg_hash);
   }
@@ -261,11 +274,8 @@ async function pairCounterparts(sql: Sql, signal: AbortSignal, rows: MessageRow[
       select C.msg_hash, C.direction, C.tx_hash from messages C
       where C.msg_hash = any(${[...unpaired]}::text[]::tonhash[])`,
   );
-  for (const other of found) {
-    const key = sideKey(other.msg_hash, other.direction);
-    if (!sides.has(key)) sides.set(key, other.tx_hash);
-  }
-  for (const row of rows) row.counterpart_tx_hash ??= sides.get(sideKey(row.msg_hash, opposite(row.direction))) ?? null;
+  for (const other of found) sides.add(other.msg_hash, other.direction, other.tx_hash);
+  for (const row of rows) row.counterpart_tx_hash ??= sides.opposite(row.msg_hash, row.direction);
 }
 
 export interface TransactionMessages {

@@ -11,8 +11,8 @@ import {
   TonQueryService,
 } from "../../gen/tonquery/v1/service_pb.ts";
 import type { StreamTracesRequest } from "../../gen/tonquery/v1/stream_pb.ts";
-import { getAdjacentTransactions, loadAdjacentTransactions, type LoadedTransactions } from "../handlers/adjacent-transactions.ts";
-import { defaultCount, getBlockTransactionsExt, loadBlockTransactionsExt, type LoadedBlockTransactions } from "../handlers/block-transactions-ext.ts";
+import { adjacentTransactionsResponse, loadAdjacentTransactions, type LoadedTransactions } from "../handlers/adjacent-transactions.ts";
+import { blockTransactionsExtResponse, defaultCount, loadBlockTransactionsExt, type LoadedBlockTransactions } from "../handlers/block-transactions-ext.ts";
 import { blockTransactionsExtBinary } from "../encode/proto/block-transactions.ts";
 import { getMasterchainInfo } from "../handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "../handlers/traces.ts";
@@ -67,7 +67,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     context: HandlerContext,
     weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
-    finish: Finish<Response, Out> | undefined,
+    finish: Finish<Response, Out | Promise<Out>> | undefined,
     answerSent: () => boolean = nothingSent,
   ): Promise<Out> => {
     const minSeqno = minIndexSeqno(context.requestHeader);
@@ -85,7 +85,7 @@ export function createTonQueryService(deps: ServiceDeps) {
             if (!answerSent()) exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
             // Read in full: the snapshot is let go before the answer is written.
             route.end();
-            return finish ? finish(response) : (response as unknown as Out);
+            return finish ? await finish(response) : (response as unknown as Out);
           } catch (err) {
             // A run whose member failed under it is done again from the start, on another member, never finished
             // there: its door makes its sink anew per run and drops what the failed run wrote. Unless part of the
@@ -103,6 +103,31 @@ export function createTonQueryService(deps: ServiceDeps) {
     return admission.run(bounded.signal, weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(done);
   };
 
+  /**
+   * The operations whose answer a door writes from the rows read (see src/encode/): each admitted and loaded here
+   * once, for every door; `present` turns the rows into the door's answer once the snapshot is let go.
+   */
+  const adjacentTransactions = <Out>(request: GetAdjacentTransactionsRequest, context: HandlerContext, present: Finish<LoadedTransactions, Out | Promise<Out>>) =>
+    admitted<LoadedTransactions, Out>("getAdjacentTransactions", context, 0, (bounded) => loadAdjacentTransactions(deps, request, bounded), present);
+  const blockTransactionsExt = <Out>(request: GetBlockTransactionsExtRequest, context: HandlerContext, present: Finish<LoadedBlockTransactions, Out | Promise<Out>>) =>
+    admitted<LoadedBlockTransactions, Out>(
+      `getBlockTransactionsExt/${request.count ?? defaultCount}`,
+      context,
+      transactionsWeight(request.count ?? defaultCount),
+      (bounded) => loadBlockTransactionsExt(deps, request, bounded),
+      present,
+    );
+  /**
+   * The RPC doors' answer from the rows: a binary one written from them (src/encode/proto/), without the typed
+   * message's objects; a JSON one as the typed message, which Connect serialises.
+   */
+  const rpcAnswer =
+    <Loaded, Response, Out>(context: HandlerContext, binary: (loaded: Loaded) => Response, typed: (loaded: Loaded) => Response | Promise<Response>, finish?: Finish<Response, Out>) =>
+    async (loaded: Loaded): Promise<Out> => {
+      const response = respondsInBinary(context) ? binary(loaded) : await typed(loaded);
+      return finish ? finish(response) : (response as unknown as Out);
+    };
+
   const rpcMethods = {
     getMasterchainInfo: <Out = GetMasterchainInfoResponse>(
       request: GetMasterchainInfoRequest,
@@ -113,18 +138,7 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetAdjacentTransactionsRequest,
       context: HandlerContext,
       finish?: Finish<GetAdjacentTransactionsResponse, Out>,
-    ) =>
-      admitted(
-        "getAdjacentTransactions",
-        context,
-        0,
-        // A binary answer is written from the rows (src/encode/proto/), without the typed message's objects.
-        (bounded) =>
-          respondsInBinary(context)
-            ? loadAdjacentTransactions(deps, request, bounded).then(adjacentTransactionsBinary)
-            : getAdjacentTransactions(deps, request, bounded),
-        finish,
-      ),
+    ) => adjacentTransactions(request, context, rpcAnswer(context, adjacentTransactionsBinary, adjacentTransactionsResponse, finish)),
     getTraces: <Out = GetTracesResponse>(request: GetTracesRequest, context: HandlerContext, finish?: Finish<GetTracesResponse, Out>) =>
       admitted(
         `getTraces/${request.limit ?? config.defaultLimit}`,
@@ -138,18 +152,7 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetBlockTransactionsExtRequest,
       context: HandlerContext,
       finish?: Finish<GetBlockTransactionsExtResponse, Out>,
-    ) =>
-      admitted(
-        `getBlockTransactionsExt/${request.count ?? defaultCount}`,
-        context,
-        transactionsWeight(request.count ?? defaultCount),
-        // A binary answer is written from the rows (src/encode/proto/), without the typed message's objects.
-        (bounded) =>
-          respondsInBinary(context)
-            ? loadBlockTransactionsExt(deps, request, bounded).then(blockTransactionsExtBinary)
-            : getBlockTransactionsExt(deps, request, bounded),
-        finish,
-      ),
+    ) => blockTransactionsExt(request, context, rpcAnswer(context, blockTransactionsExtBinary, blockTransactionsExtResponse, finish)),
     // Not admitted like a request: a stream holds no slot while it waits, and its reads are the hub's, shared.
     streamTraces: (request: StreamTracesRequest, context: HandlerContext) => streamTracesRpc(streams, config, request, context),
   } satisfies ServiceImpl<typeof TonQueryService>;
@@ -159,16 +162,10 @@ export function createTonQueryService(deps: ServiceDeps) {
     streams,
     /** getAdjacentTransactions as the rows read, for a door that writes its answer from them (the REST door's JSON). */
     loadAdjacentTransactions: <Out>(request: GetAdjacentTransactionsRequest, context: HandlerContext, finish: Finish<LoadedTransactions, Out>) =>
-      admitted("getAdjacentTransactions", context, 0, (bounded) => loadAdjacentTransactions(deps, request, bounded), finish),
+      adjacentTransactions(request, context, finish),
     /** getBlockTransactionsExt as the rows read, for a door that writes its answer from them (the REST door's JSON). */
     loadBlockTransactionsExt: <Out>(request: GetBlockTransactionsExtRequest, context: HandlerContext, finish: Finish<LoadedBlockTransactions, Out>) =>
-      admitted(
-        `getBlockTransactionsExt/${request.count ?? defaultCount}`,
-        context,
-        transactionsWeight(request.count ?? defaultCount),
-        (bounded) => loadBlockTransactionsExt(deps, request, bounded),
-        finish,
-      ),
+      blockTransactionsExt(request, context, finish),
     /**
      * getTraces for a door that consumes the page chunk by chunk (the REST door's JSON), into a sink made by
      * `newSink` for each run of the request (a run may be done again, see `admitted`, as long as `answerSent` says
