@@ -1,5 +1,6 @@
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runQuery } from "../src/db/client.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
 // The driver itself, as the service configures it: a statement that fails after some of its rows have arrived
@@ -22,6 +23,23 @@ afterAll(async () => {
 });
 
 describe("postgres driver", () => {
+  // runQuery reads rows as arrays of values and names them itself (src/db/statement.ts, shapeRows): the rows must be
+  // what the driver's own objects would have been, key for key and value for value, whatever the column types.
+  it("names the rows runQuery reads as the driver would: same keys in the same order, same values", async () => {
+    const statement = (sql: typeof database.admin) => sql`
+      select 7 as small, 9007199254740993::int8 as big, null::text as nothing, 'déjà "vu"'::text as word,
+        true as yes, '{"a": 1}'::jsonb as doc, 1 as twice, 2 as twice, i as position
+      from generate_series(1, 3) as i order by i`;
+    const expected = [...(await statement(database.admin))];
+    const read = [...(await runQuery(AbortSignal.timeout(10_000), database.reader, "driver_test_shape", (tx) => statement(tx)))];
+    expect(read).toEqual(expected);
+    expect(read.map((row) => Object.keys(row))).toEqual(expected.map((row) => Object.keys(row)));
+    expect(read[1]).toEqual({ small: 7, big: "9007199254740993", nothing: null, word: 'déjà "vu"', yes: true, doc: { a: 1 }, twice: 2, position: 2 });
+    // Another column list is another shape: nothing of the first one's leaks into it.
+    const [other] = await runQuery(AbortSignal.timeout(10_000), database.reader, "driver_test_shape_other", (tx) => tx`select 1 as small`);
+    expect(other).toEqual({ small: 1 });
+  });
+
   it("answers the next statement on a connection whose last statement failed mid-result", async () => {
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
