@@ -63,13 +63,20 @@ describe.each(recordings)("masterchainInfo reproduces %s", (file) => {
 
   it("answers requests that arrive together with fewer reads than requests, each answer exact", async () => {
     const statements = async () => (await scrapeMetrics(server.baseUrl)).count("tonquery_db_statement_duration_seconds", { statement: "masterchain_range" });
-    const before = await statements();
     const requests = 40;
-    const answers = await Promise.all(Array.from({ length: requests }, () => server.rest("/api/v3/masterchainInfo")));
-    for (const answer of answers) expect(answer.body).toEqual(recording);
-    const reads = (await statements()) - before;
-    expect(reads).toBeGreaterThanOrEqual(1);
-    expect(reads).toBeLessThan(requests);
+    // On a busy machine the client may send one burst slowly enough that each read ends before the next request
+    // arrives: a read can only be shared by requests that overlap it. Without sharing, no burst could ever need
+    // fewer reads than requests; with it, one of a few bursts does.
+    const readsPerBurst: number[] = [];
+    for (let burst = 0; burst < 5 && !readsPerBurst.some((reads) => reads < requests); burst++) {
+      const before = await statements();
+      const answers = await Promise.all(Array.from({ length: requests }, () => server.rest("/api/v3/masterchainInfo")));
+      for (const answer of answers) expect(answer.body).toEqual(recording);
+      const reads = (await statements()) - before;
+      expect(reads).toBeGreaterThanOrEqual(1);
+      readsPerBurst.push(reads);
+    }
+    expect(Math.min(...readsPerBurst)).toBeLessThan(requests);
   });
 
   it("never answers a request with a block range read before the request was sent", async () => {
