@@ -4,6 +4,7 @@ import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { setLogLevel } from "../src/runtime/log.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
+import { openWs } from "./support/stream-clients.ts";
 
 // The access log and request ids as an operator reads them: the JSON lines the server writes to stderr, captured
 // where log.ts writes them, next to the X-Request-Id each response carries.
@@ -80,6 +81,46 @@ describe("the access log", () => {
       expect(line, protocol).toMatchObject({ door: rpcDoors[protocol], operation: "GetMasterchainInfo", method: "POST", status: 200, code: "OK" });
       expect(line?.bytes, protocol).toBeGreaterThan(0);
     }
+  });
+
+  it("writes one line per WebSocket session, when it ends, without its subscription", async () => {
+    const address = "0:64BBFE7CD6D7EB61728F1F09824DC7DAAB95C3110A260908F0B482C223DA132C";
+    const opened = performance.now();
+    const client = await openWs(server.baseUrl, { headers: { "x-request-id": "ws-1" }, query: "?token=not-logged" });
+    expect(client.headers["x-request-id"]).toBe("ws-1");
+    const received: Record<string, unknown>[] = [];
+    client.send({ operation: "subscribe", id: "s", types: ["transactions"], addresses: [address], include_address_book: true });
+    received.push(await client.next());
+    client.send({ operation: "ping", id: "p" });
+    received.push(await client.next());
+    expect(received).toEqual([
+      { id: "s", status: "subscribed" },
+      { id: "p", status: "pong" },
+    ]);
+    // Nothing while the session lasts: its line is written once, at its end.
+    expect(await linesOf("ws-1", false)).toEqual([]);
+    client.close();
+    await client.closed;
+    const lasted = performance.now() - opened;
+    const [line, ...more] = await linesOf("ws-1");
+    expect(more).toEqual([]);
+    expect(line).toMatchObject({
+      level: "info",
+      message: "request",
+      request_id: "ws-1",
+      door: "rest",
+      operation: "StreamTraces",
+      method: "GET",
+      path: "/api/streaming/v2/ws",
+      status: 101,
+      bytes: received.reduce((sum, message) => sum + Buffer.byteLength(JSON.stringify(message)), 0),
+      client: "127.0.0.1",
+    });
+    expect(line).not.toHaveProperty("code");
+    expect(line?.duration_ms).toBeGreaterThanOrEqual(200);
+    expect(line?.duration_ms).toBeLessThanOrEqual(lasted);
+    const text = JSON.stringify(line);
+    for (const secret of [address, "transactions", "not-logged", "subscribe"]) expect(text).not.toContain(secret);
   });
 
   it("generates an id when the client sends none or one it cannot take", async () => {
