@@ -20,7 +20,7 @@ export const ssePath = "/api/streaming/v2/sse";
 export const wsPath = "/api/streaming/v2/ws";
 
 /** A subscription of STREAM_MAX_ADDRESSES raw addresses fits with room to spare. */
-const maxBodyBytes = 1024 * 1024;
+export const maxBodyBytes = 1024 * 1024;
 
 /**
  * The HTTP status of a stream's refusal: toncenter's Streaming API answers a bad subscription with 400 (the REST
