@@ -46,18 +46,22 @@ async function linesOf(id: string, expectAccessLine = true): Promise<Line[]> {
   return mine();
 }
 
+/** The one line of request `id`: its access line, and nothing else. */
+async function accessLineOf(id: string): Promise<Line | undefined> {
+  const [line, ...more] = await linesOf(id);
+  expect(more).toEqual([]);
+  expect(line).toMatchObject({ level: "info", message: "request", request_id: id });
+  return line;
+}
+
 describe("the access log", () => {
   it("writes one line per REST request, with the client's X-Request-Id, echoed in the response", async () => {
     // Uncoded, so that the body fetch hands back is the bytes the server sent (the line counts bytes on the wire).
     const response = await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { "x-request-id": "rest-1.ab_C:9", "accept-encoding": "identity" } });
     const body = await response.arrayBuffer();
     expect(response.headers.get("x-request-id")).toBe("rest-1.ab_C:9");
-    const [line, ...more] = await linesOf("rest-1.ab_C:9");
-    expect(more).toEqual([]);
+    const line = await accessLineOf("rest-1.ab_C:9");
     expect(line).toMatchObject({
-      level: "info",
-      message: "request",
-      request_id: "rest-1.ab_C:9",
       door: "rest",
       operation: "GetMasterchainInfo",
       method: "GET",
@@ -76,8 +80,7 @@ describe("the access log", () => {
       let echoed: string | null = null;
       await server.client(protocol).getMasterchainInfo({}, { headers: { "x-request-id": id }, onHeader: (headers) => (echoed = headers.get("x-request-id")) });
       expect(echoed, protocol).toBe(id);
-      const [line, ...more] = await linesOf(id);
-      expect(more).toEqual([]);
+      const line = await accessLineOf(id);
       expect(line, protocol).toMatchObject({ door: rpcDoors[protocol], operation: "GetMasterchainInfo", method: "POST", status: 200, code: "OK" });
       expect(line?.bytes, protocol).toBeGreaterThan(0);
     }
@@ -102,12 +105,8 @@ describe("the access log", () => {
     client.close();
     await client.closed;
     const lasted = performance.now() - opened;
-    const [line, ...more] = await linesOf("ws-1");
-    expect(more).toEqual([]);
+    const line = await accessLineOf("ws-1");
     expect(line).toMatchObject({
-      level: "info",
-      message: "request",
-      request_id: "ws-1",
       door: "rest",
       operation: "StreamTraces",
       method: "GET",

@@ -144,29 +144,25 @@ const traceNorm = nullable({ ...hashBase64, description: "the normalised hash of
 const bookAndMetadata = { address_book: ref("schemas", "AddressBook"), metadata: ref("schemas", "Metadata") };
 const bookAndMetadataKeys = ["address_book", "metadata"];
 
+/** A `transactions` or `actions` event: the trace's matching items, never none, under the type's name. */
+function listEvent(type: "transactions" | "actions", items: string, description: string): Schema {
+  return object(
+    {
+      type: { const: type },
+      finality,
+      trace_external_hash_norm: traceNorm,
+      [type]: { type: "array", minItems: 1, items: ref("schemas", items), description },
+      ...bookAndMetadata,
+    },
+    bookAndMetadataKeys,
+  );
+}
+
 /** The events' data, as src/streams/toncenter.ts blockEvents writes them (a block's events: trace by trace, per trace in this order). */
 function eventSchemas(): Record<string, Schema> {
   return {
-    StreamTransactionsEvent: object(
-      {
-        type: { const: "transactions" },
-        finality,
-        trace_external_hash_norm: traceNorm,
-        transactions: { type: "array", minItems: 1, items: ref("schemas", "Transaction"), description: "the trace's transactions of the followed accounts" },
-        ...bookAndMetadata,
-      },
-      bookAndMetadataKeys,
-    ),
-    StreamActionsEvent: object(
-      {
-        type: { const: "actions" },
-        finality,
-        trace_external_hash_norm: traceNorm,
-        actions: { type: "array", minItems: 1, items: ref("schemas", "Action"), description: "the trace's actions naming a followed account, of `action_types`" },
-        ...bookAndMetadata,
-      },
-      bookAndMetadataKeys,
-    ),
+    StreamTransactionsEvent: listEvent("transactions", "Transaction", "the trace's transactions of the followed accounts"),
+    StreamActionsEvent: listEvent("actions", "Action", "the trace's actions naming a followed account, of `action_types`"),
     StreamTraceEvent: object(
       {
         type: { const: "trace" },
