@@ -4,6 +4,7 @@ import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { setLogLevel } from "../src/runtime/log.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
+import { openWs } from "./support/stream-clients.ts";
 
 // The access log and request ids as an operator reads them: the JSON lines the server writes to stderr, captured
 // where log.ts writes them, next to the X-Request-Id each response carries.
@@ -45,18 +46,22 @@ async function linesOf(id: string, expectAccessLine = true): Promise<Line[]> {
   return mine();
 }
 
+/** The one line of request `id`: its access line, and nothing else. */
+async function accessLineOf(id: string): Promise<Line | undefined> {
+  const [line, ...more] = await linesOf(id);
+  expect(more).toEqual([]);
+  expect(line).toMatchObject({ level: "info", message: "request", request_id: id });
+  return line;
+}
+
 describe("the access log", () => {
   it("writes one line per REST request, with the client's X-Request-Id, echoed in the response", async () => {
     // Uncoded, so that the body fetch hands back is the bytes the server sent (the line counts bytes on the wire).
     const response = await fetch(`${server.baseUrl}/api/v3/masterchainInfo`, { headers: { "x-request-id": "rest-1.ab_C:9", "accept-encoding": "identity" } });
     const body = await response.arrayBuffer();
     expect(response.headers.get("x-request-id")).toBe("rest-1.ab_C:9");
-    const [line, ...more] = await linesOf("rest-1.ab_C:9");
-    expect(more).toEqual([]);
+    const line = await accessLineOf("rest-1.ab_C:9");
     expect(line).toMatchObject({
-      level: "info",
-      message: "request",
-      request_id: "rest-1.ab_C:9",
       door: "rest",
       operation: "GetMasterchainInfo",
       method: "GET",
@@ -75,11 +80,46 @@ describe("the access log", () => {
       let echoed: string | null = null;
       await server.client(protocol).getMasterchainInfo({}, { headers: { "x-request-id": id }, onHeader: (headers) => (echoed = headers.get("x-request-id")) });
       expect(echoed, protocol).toBe(id);
-      const [line, ...more] = await linesOf(id);
-      expect(more).toEqual([]);
+      const line = await accessLineOf(id);
       expect(line, protocol).toMatchObject({ door: rpcDoors[protocol], operation: "GetMasterchainInfo", method: "POST", status: 200, code: "OK" });
       expect(line?.bytes, protocol).toBeGreaterThan(0);
     }
+  });
+
+  it("writes one line per WebSocket session, when it ends, without its subscription", async () => {
+    const address = "0:64BBFE7CD6D7EB61728F1F09824DC7DAAB95C3110A260908F0B482C223DA132C";
+    const opened = performance.now();
+    const client = await openWs(server.baseUrl, { headers: { "x-request-id": "ws-1" }, query: "?token=not-logged" });
+    expect(client.headers["x-request-id"]).toBe("ws-1");
+    const received: Record<string, unknown>[] = [];
+    client.send({ operation: "subscribe", id: "s", types: ["transactions"], addresses: [address], include_address_book: true });
+    received.push(await client.next());
+    client.send({ operation: "ping", id: "p" });
+    received.push(await client.next());
+    expect(received).toEqual([
+      { id: "s", status: "subscribed" },
+      { id: "p", status: "pong" },
+    ]);
+    // Nothing while the session lasts: its line is written once, at its end.
+    expect(await linesOf("ws-1", false)).toEqual([]);
+    client.close();
+    await client.closed;
+    const lasted = performance.now() - opened;
+    const line = await accessLineOf("ws-1");
+    expect(line).toMatchObject({
+      door: "rest",
+      operation: "StreamTraces",
+      method: "GET",
+      path: "/api/streaming/v2/ws",
+      status: 101,
+      bytes: received.reduce((sum, message) => sum + Buffer.byteLength(JSON.stringify(message)), 0),
+      client: "127.0.0.1",
+    });
+    expect(line).not.toHaveProperty("code");
+    expect(line?.duration_ms).toBeGreaterThanOrEqual(200);
+    expect(line?.duration_ms).toBeLessThanOrEqual(lasted);
+    const text = JSON.stringify(line);
+    for (const secret of [address, "transactions", "not-logged", "subscribe"]) expect(text).not.toContain(secret);
   });
 
   it("generates an id when the client sends none or one it cannot take", async () => {

@@ -6,21 +6,30 @@ import { existsSync } from "node:fs";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
+import { startDemoReplay } from "../src/demo/replay.ts";
+import { ssePath, wsPath } from "../src/streams/rest.ts";
+import { parseSubscription } from "../src/streams/toncenter.ts";
 import { demoJettonTransferHex, demoTransactionHex, usageExamples } from "../src/server/usage.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { startOutageProxy, type OutageProxy } from "./support/proxy.ts";
 import { rawHttp } from "./support/raw-rpc.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
+import { openWs, sseEvents } from "./support/stream-clients.ts";
 
 // The OpenAPI document against what the service really does: the document is valid OpenAPI 3.1, every body the
 // demo answers with (200s and errors) validates against the schema the document gives for its path, method and
 // status, every documented status of the REST paths is met, and every bound the document states for a parameter
-// is exactly where the service starts refusing it. Then /docs, drawn by a real browser.
+// is exactly where the service starts refusing it. The live streams' doors likewise: their subscription, their
+// refusals, and the events and WebSocket messages of a live index. Then /docs, drawn by a real browser.
 
 type Json = Record<string, unknown>;
-type Doc = { paths: Record<string, Record<string, { parameters?: Parameter[]; responses: Record<string, Json> }>>; components: Json } & Json;
+type Doc = {
+  paths: Record<string, Record<string, { parameters?: Parameter[]; requestBody?: Json; responses: Record<string, Json> }>>;
+  components: { schemas: Record<string, Json & { properties?: Record<string, Json> }>; responses: Json };
+} & Json;
 interface Parameter {
   name: string;
+  in: string;
   required: boolean;
   schema: Json & { type?: string; minimum?: number; maximum?: number; enum?: string[]; pattern?: string; items?: Json };
   "x-max-distinct-values"?: number;
@@ -57,13 +66,14 @@ class DocumentCheck {
     addFormats.default(this.#ajv);
     // The document's own members are no schema keywords: declared, so strict mode lets ajv hold the whole document
     // and resolve the schemas' #/components/... references inside it.
-    this.#ajv.addVocabulary(["openapi", "info", "servers", "tags", "paths", "components"]);
+    // x-max-distinct-values: the OpenAPI extension the document gives a list its bound of distinct values with.
+    this.#ajv.addVocabulary(["openapi", "info", "servers", "tags", "paths", "components", "x-max-distinct-values"]);
     this.#ajv.addSchema({ ...doc, $id: this.#base });
   }
 
   /** Every component schema compiles (is valid JSON Schema 2020-12 under ajv's strict mode). */
   compileComponents(): void {
-    for (const name of Object.keys((this.doc.components as { schemas: Json }).schemas)) {
+    for (const name of Object.keys(this.doc.components.schemas)) {
       this.#ajv.compile({ $ref: `${this.#base}#/components/schemas/${name}` });
     }
   }
@@ -89,14 +99,20 @@ class DocumentCheck {
     this.covered.add(`${method} ${path} ${answer.status}`);
   }
 
+  /** Validates a value against a schema of the document's components (an event's data, a WebSocket message). */
+  validateSchema(name: string, value: unknown): void {
+    const validate = this.#ajv.getSchema(`${this.#base}#/components/schemas/${name}`) ?? this.#ajv.compile({ $ref: `${this.#base}#/components/schemas/${name}` });
+    expect(validate(value), `${name} ${JSON.stringify(value).slice(0, 300)}: ${this.#ajv.errorsText(validate.errors, { separator: "\n" })}`).toBe(true);
+  }
+
   /** Validates a body against a response of the document's components (an answer no operation lists: a 405). */
   validateComponent(response: string, body: unknown): void {
     const validate = this.#ajv.compile({ $ref: `${this.#base}#/components/responses/${response}/content/application~1json/schema` });
     expect(validate(body), `${response}: ${this.#ajv.errorsText(validate.errors, { separator: "\n" })}`).toBe(true);
   }
 
-  async request(pathAndQuery: string, method = "GET"): Promise<Answer> {
-    const response = await fetch(`${this.baseUrl}${pathAndQuery}`, { method });
+  async request(pathAndQuery: string, method = "GET", init: RequestInit = {}): Promise<Answer> {
+    const response = await fetch(`${this.baseUrl}${pathAndQuery}`, { ...init, method });
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     const answer = { status: response.status, body: (await response.json()) as unknown, headers: response.headers };
     this.validate(new URL(pathAndQuery, this.baseUrl).pathname, method.toLowerCase(), answer);
@@ -138,7 +154,7 @@ describe("/openapi.json", () => {
     expect(result.valid).toBe(true);
     expect(validator.version).toBe("3.1");
     check.compileComponents();
-    expect(Object.keys(check.doc.paths)).toEqual(expect.arrayContaining([...restPaths, "/healthz", "/openapi.json", "/docs"]));
+    expect(Object.keys(check.doc.paths)).toEqual(expect.arrayContaining([...restPaths, ssePath, wsPath, "/healthz", "/openapi.json", "/docs"]));
   });
 
   it("states the running configuration's limits", async () => {
@@ -268,8 +284,8 @@ describe("the demo's answers match the document", () => {
     }
   });
 
-  it("describes only the operations that exist: GET on every path", () => {
-    for (const [path, item] of Object.entries(check.doc.paths)) expect(Object.keys(item), path).toEqual(["get"]);
+  it("describes only the operations that exist: GET on every path, and POST on the SSE stream's", () => {
+    for (const [path, item] of Object.entries(check.doc.paths)) expect(Object.keys(item).sort(), path).toEqual(path === ssePath ? ["get", "post"] : ["get"]);
   });
 
   it("405s, with Allow, as the MethodNotAllowed responses describe", async () => {
@@ -434,11 +450,183 @@ describe("every bound the document states is where the service refuses", () => {
   });
 });
 
+describe("the live streams' doors match the document", () => {
+  const demoAddress = "0:64BBFE7CD6D7EB61728F1F09824DC7DAAB95C3110A260908F0B482C223DA132C";
+  const subscriptionOf = (c: DocumentCheck) => c.doc.components.schemas.StreamSubscription as Json & { properties: Record<string, Json>; required: string[] };
+  const queryOf = (c: DocumentCheck) => (c.doc.paths[ssePath]?.get?.parameters ?? []).filter((p) => p.in === "query");
+  const post = (c: DocumentCheck, body: unknown, headers: Record<string, string> = {}) =>
+    c.request(ssePath, "POST", { body: typeof body === "string" ? body : JSON.stringify(body), headers: { "content-type": "application/json", ...headers } });
+
+  it("the subscription names every field parseSubscription reads, in the POST body and in the GET query", () => {
+    const read = new Set<string>();
+    const body = new Proxy<Record<string, unknown>>(
+      { types: ["transactions"], addresses: [demoAddress] },
+      {
+        get(target, key) {
+          if (typeof key === "string") read.add(key);
+          return target[key as string];
+        },
+      },
+    );
+    parseSubscription(body, server.config);
+    expect(read.size).toBeGreaterThan(5);
+    const fields = Object.keys(subscriptionOf(check).properties).sort();
+    expect(fields).toEqual([...read].sort());
+    expect(subscriptionOf(check).required).toEqual(["types"]);
+    expect(queryOf(check).map((p) => p.name).sort()).toEqual([...fields, "last_event_id"].sort());
+    expect(queryOf(check).filter((p) => p.required).map((p) => p.name)).toEqual(["types"]);
+    expect(check.doc.paths[ssePath]?.post?.requestBody).toMatchObject({ content: { "application/json": { schema: { $ref: "#/components/schemas/StreamSubscription" } } } });
+  });
+
+  it("states the running configuration's stream limits, where the doors refuse", async () => {
+    const bounded = await startTestServer(db.url, { STREAM_MAX_ADDRESSES: "3", MAX_LIST_VALUES: "2" });
+    try {
+      const boundedCheck = await documentOf(bounded);
+      const stated: [string, number][] = [
+        ["addresses", 3],
+        ["trace_external_hash_norms", 3],
+        ["action_types", 2],
+        ["supported_action_types", 2],
+      ];
+      const inBody = Object.entries(subscriptionOf(boundedCheck).properties).filter(([, schema]) => schema["x-max-distinct-values"] !== undefined);
+      expect(inBody.map(([name, schema]) => [name, schema["x-max-distinct-values"]])).toEqual(stated);
+      expect(queryOf(boundedCheck).filter((p) => p["x-max-distinct-values"] !== undefined).map((p) => [p.name, p["x-max-distinct-values"]])).toEqual(stated);
+      for (const [name, most] of stated) {
+        const values = (n: number) =>
+          Array.from({ length: n }, (_, i) => (name === "addresses" ? `0:${String(i).padStart(64, "0")}` : name === "trace_external_hash_norms" ? randomBytes(32).toString("hex") : `Type${i}`));
+        const body = (n: number) => ({ types: [name === "trace_external_hash_norms" ? "trace" : name === "addresses" ? "transactions" : "actions"], [name]: values(n) });
+        expect((await post(boundedCheck, body(most + 1))).status, name).toBe(400);
+        const controller = new AbortController();
+        const admitted = await fetch(`${bounded.baseUrl}${ssePath}`, { method: "POST", body: JSON.stringify(body(most)), signal: controller.signal });
+        expect(admitted.status, name).toBe(200);
+        controller.abort();
+      }
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  it("refuses as documented: 400, 410, 405 and 426", async () => {
+    for (const body of [{ types: ["transactions"], min_finality: "pending" }, "{", { types: ["jettons_change"] }, { types: "transactions" }, { types: ["transactions"], include_metadata: "yes" }]) {
+      expect((await post(check, body)).status, JSON.stringify(body)).toBe(400);
+    }
+    expect((await post(check, { types: ["transactions"] }, { "last-event-id": "x" })).status).toBe(400);
+    for (const query of [`addresses=${demoAddress}`, "types=transactions&include_metadata=maybe", "types=trace"]) {
+      expect((await check.request(`${ssePath}?${query}`)).status, query).toBe(400);
+    }
+    const old = await post(check, { types: ["transactions"] }, { "last-event-id": "1" });
+    expect(old.status).toBe(410);
+    expect(old.body).toMatchObject({ code: "OutOfRange", position: expect.any(Number), last_event_id: expect.any(String) });
+    const ahead = await check.request(`${ssePath}?types=transactions&last_event_id=2000000000`);
+    expect(ahead.status).toBe(410);
+    expect(ahead.body).not.toHaveProperty("position");
+
+    for (const method of ["HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"]) {
+      const response = await fetch(`${server.baseUrl}${ssePath}`, { method });
+      expect([response.status, response.headers.get("allow")], method).toEqual([405, "POST, GET"]);
+      if (method !== "HEAD") check.validateComponent("StreamingMethodNotAllowed", await response.json());
+    }
+    expect((await check.request(wsPath)).status).toBe(426);
+    for (const method of ["HEAD", "POST", "PUT"]) {
+      const response = await fetch(`${server.baseUrl}${wsPath}`, { method });
+      expect([response.status, response.headers.get("upgrade")], method).toEqual([426, "websocket"]);
+    }
+    const handshake = (method: string, key: string) =>
+      rawHttp(server.baseUrl, `${method} ${wsPath} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n${key}\r\n`);
+    const badKey = await handshake("GET", "");
+    expect(badKey).toMatch(/^HTTP\/1\.1 400 [^]*content-type: text\/html/i);
+    const post405 = await handshake("POST", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n");
+    expect(post405).toMatch(/^HTTP\/1\.1 405 [^]*Invalid HTTP method$/);
+    expect(post405).not.toMatch(/^allow:/im);
+  });
+
+  it("the events and WebSocket messages of a live index validate against their schemas", async () => {
+    const live = await createTestDatabase();
+    await loadDemoDataset(live.admin);
+    const liveServer = await startTestServer(live.url, { STREAM_POLL_INTERVAL_MS: "50", STREAM_ACTIONS_WAIT_MS: "500" });
+    // The demo's own live index: recorded traces appended as new masterchain blocks.
+    const replay = await startDemoReplay(liveServer.db, 100, 4);
+    try {
+      const liveCheck = await documentOf(liveServer);
+      const traces = (await liveServer.rest("/api/v3/traces?limit=1000")).body as { traces: { transactions?: Record<string, { account: string }> }[] };
+      const subscription = {
+        types: ["transactions", "actions", "trace", "account_state_change"],
+        addresses: [...new Set(traces.traces.flatMap((t) => Object.values(t.transactions ?? {}).map((tx) => tx.account)))],
+        trace_external_hash_norms: (await live.admin<{ norm: string }[]>`select distinct external_hash_norm::text as norm from traces where external_hash_norm is not null`).map((row) => row.norm),
+        include_address_book: true,
+        include_metadata: true,
+      };
+      const blocks = 3;
+
+      const sse = (async () => {
+        const controller = new AbortController();
+        const response = await fetch(`${liveServer.baseUrl}${ssePath}`, { method: "POST", body: JSON.stringify(subscription), signal: controller.signal });
+        expect(response.status).toBe(200);
+        expect(Object.keys(liveCheck.doc.paths[ssePath]?.post?.responses["200"]?.content as Json)).toEqual(["text/event-stream"]);
+        expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        const types = new Set<string>();
+        let ended = 0;
+        try {
+          for await (const event of sseEvents(response.body as ReadableStream<Uint8Array>)) {
+            const data = JSON.parse(event.data) as Json;
+            const schema = { connected: "StreamConnected", event: "StreamEvent", heartbeat: "StreamHeartbeat" }[event.event];
+            expect(schema, event.event).toBeDefined();
+            liveCheck.validateSchema(schema as string, data);
+            if (event.event === "event") types.add(data.type as string);
+            if (event.event === "event" && !event.id?.includes(":") && ++ended === blocks) break;
+          }
+        } finally {
+          controller.abort();
+        }
+        return types;
+      })();
+
+      const ws = (async () => {
+        const client = await openWs(liveServer.baseUrl);
+        const send = (message: Json) => {
+          liveCheck.validateSchema("StreamWsClientMessage", message);
+          client.send(message);
+        };
+        const next = async () => {
+          const message = await client.next();
+          liveCheck.validateSchema("StreamWsServerMessage", message);
+          return message;
+        };
+        send({ operation: "ping", id: 1 });
+        expect(await next()).toEqual({ id: 1, status: "pong" });
+        // Messages the document refuses: the server's answers to them are described.
+        client.send({ operation: "nope", id: "n" });
+        expect(await next()).toMatchObject({ id: "n", error: expect.any(String) });
+        client.send({ operation: "subscribe", id: "bad", ...subscription, min_finality: "confirmed" });
+        expect(await next()).toMatchObject({ id: "bad", code: "InvalidArgument" });
+        send({ operation: "subscribe", id: "s", ...subscription });
+        expect(await next()).toEqual({ id: "s", status: "subscribed" });
+        const types = new Set<string>();
+        for (let ended = 0; ended < blocks; ) {
+          const message = await next();
+          types.add(message.type as string);
+          if (message.type !== "heartbeat" && !String(message.event_id).includes(":")) ended++;
+        }
+        send({ operation: "unsubscribe" });
+        client.close();
+        return types;
+      })();
+
+      const [sseTypes, wsTypes] = await Promise.all([sse, ws]);
+      for (const types of [sseTypes, wsTypes]) expect([...types].filter((type) => type !== "heartbeat").sort()).toEqual(["account_state_change", "actions", "trace", "transactions"]);
+    } finally {
+      replay.stop();
+      await liveServer.close();
+      await live.drop();
+    }
+  }, 60_000);
+});
+
 const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const hasChromium = existsSync(chromiumPath);
 
 describe("/docs in headless Chromium", () => {
-  it("draws the four REST operations from /openapi.json, with nothing from another origin and no console error", async ({ skip }) => {
+  it("draws the four REST operations and the streams' from /openapi.json, with nothing from another origin and no console error", async ({ skip }) => {
     // In CI a missing browser is a failure (.ci/run installs it), never a silent skip.
     if (!hasChromium && process.env.CI) throw new Error(`CI: no Chromium at ${chromiumPath}; .ci/run should have installed Debian's chromium package`);
     if (!hasChromium) console.warn(`skipping the /docs browser test: no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM_PATH)`);
@@ -467,7 +655,8 @@ describe("/docs in headless Chromium", () => {
         await page.waitForSelector(`.opblock-get .opblock-summary-path[data-path="${path}"]`, { timeout: 20_000 });
       }
       const drawn = await page.$$eval(".opblock-get .opblock-summary-path", (elements) => elements.map((e) => e.textContent));
-      expect(drawn).toEqual(expect.arrayContaining(restPaths));
+      expect(drawn).toEqual(expect.arrayContaining([...restPaths, ssePath, wsPath]));
+      expect(await page.$$eval(".opblock-post .opblock-summary-path", (elements) => elements.map((e) => e.textContent))).toEqual([ssePath]);
       expect(await page.textContent("body")).toContain("tonquery REST API");
 
       // Open /traces: its parameters are drawn from the document, with the configured default limit.

@@ -19,8 +19,10 @@ export class RequestRecord {
    * had (500, 503, 504), which the metrics and the access log give as its code beside the 200 that was sent.
    */
   restCode: string | undefined = undefined;
-  /** Response body bytes written so far. */
+  /** Response body bytes written so far (a WebSocket session: the text of the messages sent). */
   bytes = 0;
+  /** An Upgrade request its door accepted: a WebSocket session, logged when its connection closes (see observeUpgrades). */
+  upgraded = false;
   readonly id: string;
   /** performance.now() when the request arrived. */
   readonly startedAt: number;

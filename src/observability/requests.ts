@@ -1,6 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { log } from "../runtime/log.ts";
-import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
+import type { HttpHandler, HttpRequest, HttpResponse, UpgradeHandler } from "../server/single-port.ts";
 import type { Metrics } from "./metrics.ts";
 import { RequestRecord, requestIdOf, runInRequest } from "./request-context.ts";
 import type { Telemetry } from "./telemetry.ts";
@@ -34,21 +34,7 @@ export function observeRequests(next: HttpHandler, telemetry: Telemetry, options
     const code = rpc ? (record.rpcCode ?? (finished ? "UNKNOWN" : "CANCELLED")) : (record.restCode ?? (finished ? String(res.statusCode) : "499"));
     metrics.requestEnded(record.door, record.operation, code, seconds);
     if (span !== undefined) endServerSpan(span, record, res.statusCode, code, rpc);
-    if (options.accessLog && log.enabled("info")) {
-      log.info("request", {
-        request_id: record.id,
-        door: record.door,
-        operation: record.operation,
-        method: req.method,
-        path: pathOf(req),
-        status: res.statusCode,
-        ...((rpc || record.restCode !== undefined) && { code }),
-        ...(!finished && { completed: false }),
-        duration_ms: Math.round(seconds * 1e6) / 1e3,
-        bytes: record.bytes,
-        client: record.client,
-      });
-    }
+    if (options.accessLog && log.enabled("info")) writeAccessLine(record, req, res.statusCode, seconds, rpc || record.restCode !== undefined ? code : undefined, finished);
   };
 
   return (req, res) => {
@@ -71,6 +57,38 @@ export function observeRequests(next: HttpHandler, telemetry: Telemetry, options
   };
 }
 
+/**
+ * Wraps the HTTP/1.1 Upgrade handler as observeRequests wraps the handler: the request gets its id (which the door
+ * echoes in its 101), and a WebSocket session the door accepted (RequestRecord.upgraded) writes one access line when
+ * its connection closes, with status 101 and the session's duration. A refused handshake writes none: the ws library
+ * writes its status straight to the socket, where this cannot read it.
+ */
+export function observeUpgrades(next: UpgradeHandler, options: ObserveOptions): UpgradeHandler {
+  return (req, socket, head) => {
+    const record = new RequestRecord(requestIdOf(req.headers[requestIdHeader]), performance.now(), req.socket?.remoteAddress);
+    socket.once("close", () => {
+      if (record.upgraded && options.accessLog && log.enabled("info")) writeAccessLine(record, req, 101, (performance.now() - record.startedAt) / 1000);
+    });
+    runInRequest(record, next, req, socket, head);
+  };
+}
+
+function writeAccessLine(record: RequestRecord, req: { method?: string; url?: string }, status: number, seconds: number, code?: string, finished = true): void {
+  log.info("request", {
+    request_id: record.id,
+    door: record.door,
+    operation: record.operation,
+    method: req.method,
+    path: pathOf(req),
+    status,
+    ...(code !== undefined && { code }),
+    ...(!finished && { completed: false }),
+    duration_ms: Math.round(seconds * 1e6) / 1e3,
+    bytes: record.bytes,
+    client: record.client,
+  });
+}
+
 // Codes that are the server's failure rather than the client's, as OpenTelemetry's RPC conventions mark them.
 const serverErrorCodes = new Set(["UNKNOWN", "DEADLINE_EXCEEDED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS"]);
 
@@ -90,7 +108,7 @@ function endServerSpan(span: Span, record: RequestRecord, status: number, code: 
   span.end();
 }
 
-function pathOf(req: HttpRequest): string {
+function pathOf(req: { url?: string }): string {
   const url = req.url ?? "";
   const query = url.indexOf("?");
   return query < 0 ? url : url.slice(0, query);

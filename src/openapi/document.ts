@@ -3,28 +3,21 @@ import { actionTypeShortcuts, defaultActionTypes } from "../actions/types.ts";
 import type { Config } from "../runtime/config.ts";
 import { defaultCount, maxCount } from "../handlers/block-transactions-ext.ts";
 import { traceTooLargeWarning } from "../handlers/traces.ts";
+import { addressInput, hashForms, hashInput, query, ref } from "./inputs.ts";
 import { bodySchemas, type Schema } from "./schemas.ts";
+import { streamingMethodNotAllowed, streamingPaths, streamingSchemas, streamingTag } from "./streaming.ts";
 
 // The OpenAPI 3.1 document of the REST paths, built from the running configuration: the bounds and defaults it
 // states (limit, list sizes) are the ones this process enforces. Parameters are described as src/rest/queries.ts,
-// src/rest/params.ts and the handlers read and check them; bodies in schemas.ts.
+// src/rest/params.ts and the handlers read and check them; bodies in schemas.ts; the live streams' doors in
+// streaming.ts.
 
 export type OpenApiDocument = Schema & { paths: Record<string, Record<string, Schema>>; components: Record<string, Record<string, Schema>> };
 
-const ref = (kind: "schemas" | "responses", name: string): Schema => ({ $ref: `#/components/${kind}/${name}` });
-
-// What src/ton/hash.ts and src/ton/address.ts accept, as patterns.
-const hashForms = "(?:0x)?[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?";
-const hashInput: Schema = { type: "string", pattern: `^(?:${hashForms})$` };
 const hashListElement: Schema = { type: "string", pattern: `^(?:${hashForms})(?:,(?:${hashForms}))*$` };
-const addressInput: Schema = { type: "string", pattern: "^(?:-?[0-9]+:[0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{48})$" };
 
 const int32Min = -(2 ** 31);
 const int32Max = 2 ** 31 - 1;
-
-function query(name: string, description: string, schema: Schema, extra: Schema = {}): Schema {
-  return { name, in: "query", description, required: false, schema, ...extra };
-}
 
 /** A repeated key (`?tx_hash=a&tx_hash=b`): each value a hash, or hashes joined by commas. */
 function hashList(name: string, what: string, maxListValues: number): Schema {
@@ -112,13 +105,15 @@ export function openApiDocument(config: Config): OpenApiDocument {
         "Hashes are accepted as 64 hex digits (optionally `0x`-prefixed), base64 or base64url (percent-encode a base64 `+`: a bare one reads as a space); addresses as raw `workchain:hex` or user-friendly base64/base64url.",
         "Responses print hashes as standard base64, addresses as raw `workchain:HEX`, 64-bit integers as decimal strings.",
         "",
-        "Every path answers HEAD as GET, without the body, and any other method with a 405 and `Allow: GET, HEAD` (bodies: the responses MethodNotAllowed and MethodNotAllowedV2 under components). A request whose headers or body come later than HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS gets a 408 and its connection is closed.",
+        "Every path but the live streams' answers HEAD as GET, without the body, and any other method with a 405 and `Allow: GET, HEAD` (bodies: the responses MethodNotAllowed and MethodNotAllowedV2 under components). " +
+          "The live streams' paths (tag toncenter streaming v2) say what they answer other methods. A request whose headers or body come later than HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS gets a 408 and its connection is closed.",
       ].join("\n"),
       license: { name: packageJson.license, identifier: packageJson.license },
     },
     tags: [
       { name: v3, description: "toncenter's index API v3" },
       { name: v2, description: "toncenter's HTTP API v2: bodies wrapped in `{\"ok\": true, \"result\": ...}`, errors `{\"ok\": false, \"error\", \"code\"}`" },
+      { name: streamingTag, description: "toncenter's Streaming API v2: live streams of the committed traces, as server-sent events or over a WebSocket (README, \"Live streams\")" },
       { name: operational, description: "health and this documentation" },
     ],
     paths: {
@@ -286,6 +281,7 @@ export function openApiDocument(config: Config): OpenApiDocument {
           },
         },
       },
+      ...streamingPaths(config),
       "/healthz": {
         get: {
           tags: [operational],
@@ -316,10 +312,11 @@ export function openApiDocument(config: Config): OpenApiDocument {
       },
     },
     components: {
-      schemas: bodySchemas(traceTooLargeWarning),
+      schemas: { ...bodySchemas(traceTooLargeWarning), ...streamingSchemas(config) },
       responses: {
         MethodNotAllowed: refusedMethod("v3"),
         MethodNotAllowedV2: refusedMethod("v2"),
+        StreamingMethodNotAllowed: streamingMethodNotAllowed(),
         MalformedTarget: errorResponse(400, "A request target that makes no URL (answered before the path is known, so in v3's form on every path)", "Error", {
           target: "malformed request target",
         }),

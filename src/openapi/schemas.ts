@@ -14,7 +14,7 @@ export type Schema = { [keyword: string]: unknown };
 const componentRef = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 
 /** The schema, or null. */
-function nullable(schema: Schema): Schema {
+export function nullable(schema: Schema): Schema {
   if (schema.$ref !== undefined) return { anyOf: [schema, { type: "null" }] };
   const { type, enum: values, ...rest } = schema;
   return {
@@ -25,7 +25,7 @@ function nullable(schema: Schema): Schema {
 }
 
 /** An object with exactly these keys; all required but the `optional` ones. */
-function object(properties: Record<string, Schema>, optional: readonly string[] = [], extra: Schema = {}): Schema {
+export function object(properties: Record<string, Schema>, optional: readonly string[] = [], extra: Schema = {}): Schema {
   return {
     type: "object",
     ...extra,
@@ -36,7 +36,7 @@ function object(properties: Record<string, Schema>, optional: readonly string[] 
 }
 
 /** A JSON object used as a map: keys matching `keyPattern`, every value `value`. */
-function map(keyPattern: string, value: Schema, description: string): Schema {
+export function map(keyPattern: string, value: Schema, description: string): Schema {
   return { type: "object", description, propertyNames: { pattern: keyPattern }, additionalProperties: value };
 }
 

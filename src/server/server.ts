@@ -2,7 +2,7 @@ import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
 import { publicError } from "./errors.ts";
 import { indexSeqnoHeader } from "../service/index-freshness.ts";
-import { metricsEndpoint, observeRequests, requestIdHeader } from "../observability/requests.ts";
+import { metricsEndpoint, observeRequests, observeUpgrades, requestIdHeader } from "../observability/requests.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
 import { explorerRoutes } from "../explorer/routes.ts";
 import { openApiRoutes } from "../openapi/routes.ts";
@@ -103,7 +103,8 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     maxDeadlineMs: deps.config.requestTimeoutMs,
   });
   const withCors = corsHandler(deps.config.corsOrigin, rpc);
-  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, { accessLog: deps.config.accessLog }), deps.config, streaming.upgrade);
+  const observe = { accessLog: deps.config.accessLog };
+  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, observe), deps.config, observeUpgrades(streaming.upgrade, observe));
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),

@@ -4,7 +4,8 @@ import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Config } from "../runtime/config.ts";
 import { log } from "../runtime/log.ts";
-import { nameRequest } from "../observability/request-context.ts";
+import { currentRequest, nameRequest, type RequestRecord } from "../observability/request-context.ts";
+import { requestIdHeader } from "../observability/requests.ts";
 import { drained } from "../rest/body.ts";
 import { sendJson } from "../rest/router.ts";
 import { restStatus } from "../server/errors.ts";
@@ -19,7 +20,7 @@ export const ssePath = "/api/streaming/v2/sse";
 export const wsPath = "/api/streaming/v2/ws";
 
 /** A subscription of STREAM_MAX_ADDRESSES raw addresses fits with room to spare. */
-const maxBodyBytes = 1024 * 1024;
+export const maxBodyBytes = 1024 * 1024;
 
 /**
  * The HTTP status of a stream's refusal: toncenter's Streaming API answers a bad subscription with 400 (the REST
@@ -104,6 +105,12 @@ export interface StreamingDoors {
 
 export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler): StreamingDoors {
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxBodyBytes });
+  // The 101 carries the request's id as every other response does: ws writes the head within handleUpgrade, so in
+  // the upgrade's request context.
+  wss.on("headers", (headers: string[]) => {
+    const record = currentRequest();
+    if (record !== undefined) headers.push(`${requestIdHeader}: ${record.id}`);
+  });
   const shutdown = new AbortController();
 
   const sse = async (req: HttpRequest, res: HttpResponse, url: URL) => {
@@ -172,7 +179,12 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
       socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => serveWebSocket(ws, hub, config, shutdown.signal));
+    // Logged as the SSE door is, as the REST door's StreamTraces: once, when the session ends (observeUpgrades).
+    const record = nameRequest("rest", "StreamTraces");
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      if (record !== undefined) record.upgraded = true;
+      serveWebSocket(ws, hub, config, shutdown.signal, record);
+    });
   };
 
   return {
@@ -205,7 +217,7 @@ function parseJsonObject(text: string): Record<string, unknown> {
  * One WebSocket connection: one subscription at a time (subscribe replaces it), toncenter's operations, a ping
  * frame every heartbeat period (a connection that answered none of the last two is closed).
  */
-function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown: AbortSignal): void {
+function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown: AbortSignal, record: RequestRecord | undefined): void {
   let current: AbortController | undefined;
   const closeIfIdle = () => {
     if (current === undefined) ws.close(1001, "server shutting down");
@@ -219,6 +231,7 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown:
         resolve();
         return;
       }
+      if (record !== undefined) record.bytes += Buffer.byteLength(text);
       ws.send(text, () => resolve());
     });
   const send = (value: unknown) => sendText(JSON.stringify(value));

@@ -26,9 +26,9 @@ import { type StreamFilter, type StreamItem, type StreamTrace, streamFilter } fr
 // masterchain seqno N in the resume window is a valid id, so a client may also start after a block of its choice.
 
 export type EventType = "transactions" | "actions" | "trace" | "account_state_change";
-const eventTypes: readonly EventType[] = ["transactions", "actions", "trace", "account_state_change"];
+export const eventTypes: readonly EventType[] = ["transactions", "actions", "trace", "account_state_change"];
 /** toncenter's types the index cannot serve from what it holds. */
-const unservedTypes = ["jettons_change", "trace_invalidated"];
+export const unservedTypes = ["jettons_change", "trace_invalidated"];
 
 /** A subscription as toncenter's clients send it (SSE: the POST body or the GET query; WebSocket: a subscribe message). */
 export interface Subscription {

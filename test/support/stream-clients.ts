@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import WebSocket from "ws";
 
 // Clients of the live streams' REST doors, as a toncenter Streaming API v2 client would read them.
@@ -48,14 +49,18 @@ export async function openSse(baseUrl: string, subscription: unknown, headers: R
 
 /** A WebSocket client of /api/streaming/v2/ws: its messages as they arrive, parsed. */
 export interface WsClient {
+  /** The headers of the server's 101. */
+  headers: IncomingHttpHeaders;
   send(message: unknown): void;
   next(timeoutMs?: number): Promise<Record<string, unknown>>;
   close(): void;
   closed: Promise<void>;
 }
 
-export function openWs(baseUrl: string): Promise<WsClient> {
-  const ws = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/api/streaming/v2/ws`);
+export function openWs(baseUrl: string, options: { headers?: Record<string, string>; query?: string } = {}): Promise<WsClient> {
+  const ws = new WebSocket(`${baseUrl.replace(/^http/, "ws")}/api/streaming/v2/ws${options.query ?? ""}`, { headers: options.headers });
+  let headers: IncomingHttpHeaders = {};
+  ws.once("upgrade", (response) => (headers = response.headers));
   const queue: Record<string, unknown>[] = [];
   const waiting: ((message: Record<string, unknown>) => void)[] = [];
   ws.on("message", (data) => {
@@ -69,6 +74,7 @@ export function openWs(baseUrl: string): Promise<WsClient> {
     ws.once("error", reject);
     ws.once("open", () =>
       resolve({
+        headers,
         send: (message) => ws.send(JSON.stringify(message)),
         next: (timeoutMs = 20_000) => {
           const queued = queue.shift();
