@@ -313,10 +313,7 @@ function sseResponses(config: Config): Record<string, Schema> {
     "429": streamErrorResponse(`STREAM_MAX_STREAMS (${config.streamMaxStreams}) streams are open on this instance`, {
       full: { error: `too many streams on this instance (${config.streamMaxStreams})`, code: "ResourceExhausted" },
     }),
-    "500": {
-      description: "A bug, details in the log: `{\"error\":\"internal error\"}`, or, when it happened while the subscription was read or admitted, its message with `code` `Unknown`",
-      content: { "application/json": { schema: { anyOf: [ref("schemas", "Error"), ref("schemas", "StreamError")] }, example: { error: "internal error" } } },
-    },
+    "500": streamErrorResponse("A bug, its details in the log, never in the answer", { bug: { error: "internal error", code: "Internal" } }),
     "503": streamErrorResponse("The server is shutting down", { shutdown: { error: "the server is shutting down", code: "Unavailable" } }),
   };
 }

@@ -8,7 +8,7 @@ import { currentRequest, nameRequest, type RequestRecord } from "../observabilit
 import { requestIdHeader } from "../observability/requests.ts";
 import { drained } from "../rest/body.ts";
 import { sendJson } from "../rest/router.ts";
-import { restStatus } from "../server/errors.ts";
+import { publicError, restStatus } from "../server/errors.ts";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
 import { positionOf, type StreamHub, type StreamItem } from "./hub.ts";
 import { blockEvents, parseEventId, withEventId, parseSubscription, type ResumePoint, type Subscription } from "./toncenter.ts";
@@ -125,7 +125,7 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
       resume = parseEventId((Array.isArray(header) ? header[0] : header) ?? url.searchParams.get("last_event_id"));
       await hub.admit(resume?.after, abort.signal);
     } catch (err) {
-      const error = ConnectError.from(err);
+      const error = publicError(err, "stream sse");
       if (!abort.signal.aborted) sendJson(res, httpStatus(error.code), errorBody(error));
       return;
     }
@@ -144,7 +144,7 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
         await write(`event: ${event}\nid: ${id}\ndata: ${json}\n\n`);
       }
     } catch (err) {
-      const error = ConnectError.from(err);
+      const error = publicError(err, "stream sse");
       if (!abort.signal.aborted) await write(`event: error\ndata: ${JSON.stringify(errorBody(error))}\n\n`);
     }
     res.end();
@@ -161,7 +161,7 @@ export function streamingDoors(hub: StreamHub, config: Config, next: HttpHandler
       }
       void sse(req, res, new URL(req.url ?? "/", "http://localhost")).catch((err: unknown) => {
         log.error("sse stream failed", { error: err });
-        if (!res.headersSent) sendJson(res, 500, { error: "internal error" });
+        if (!res.headersSent) sendJson(res, 500, { error: "internal error", code: "Internal" });
         else res.destroy();
       });
       return;
@@ -257,7 +257,7 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown:
       }
     } catch (err) {
       if (controller.signal.aborted) return;
-      await send({ ...(id !== undefined && { id }), ...errorBody(ConnectError.from(err)) });
+      await send({ ...(id !== undefined && { id }), ...errorBody(publicError(err, "stream ws")) });
     } finally {
       if (current === controller) current = undefined;
       if (shutdown.aborted) ws.close(1001, "server shutting down");
@@ -270,7 +270,7 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown:
       if (isBinary) throw new ConnectError("messages are JSON text", Code.InvalidArgument);
       message = parseJsonObject(data.toString());
     } catch (err) {
-      void send({ error: ConnectError.from(err).rawMessage });
+      void send({ error: publicError(err, "stream ws").rawMessage });
       return;
     }
     const id = message.id;
@@ -306,7 +306,7 @@ function serveWebSocket(ws: WebSocket, hub: StreamHub, config: Config, shutdown:
         await hub.admit(resume?.after, controller.signal);
       } catch (err) {
         if (current === controller) current = undefined;
-        await send({ ...(id !== undefined && { id }), ...errorBody(ConnectError.from(err)) });
+        await send({ ...(id !== undefined && { id }), ...errorBody(publicError(err, "stream ws")) });
         return;
       }
       await send({ ...(id !== undefined && { id }), status: "subscribed" });
