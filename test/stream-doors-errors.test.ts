@@ -1,12 +1,15 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import { publicErrors } from "../src/server/errors.ts";
 import { loadConfig } from "../src/runtime/config.ts";
 import type { StreamHub } from "../src/streams/hub.ts";
 import { streamingDoors } from "../src/streams/rest.ts";
 import { openSse, openWs, sseEvents } from "./support/stream-clients.ts";
 
-// The streaming doors answer a failure they did not expect (a bug, a driver's plain Error) as every other door does:
+// The streaming doors (REST and RPC) answer a failure they did not expect (a bug, a driver's plain Error) as every other door does:
 // "internal error", its details in the log, never in the answer. The hub here fails with such an error, whose message
 // stands for what must not leave the server (SQL, hosts, paths).
 
@@ -83,5 +86,32 @@ describe("the streaming doors' unexpected failures", () => {
     } finally {
       ws.close();
     }
+  });
+});
+
+describe("the RPC doors' unexpected failures", () => {
+  const method = TonQueryService.method.streamTraces;
+  const request = { method, service: TonQueryService } as unknown as Parameters<ReturnType<typeof publicErrors>>[0];
+
+  it("a unary or streaming call failing before its answer: internal error, nothing of the cause", async () => {
+    const failing = publicErrors(async () => {
+      throw new Error(secret);
+    });
+    await expect(failing(request)).rejects.toMatchObject({ code: Code.Internal, rawMessage: "internal error" });
+  });
+
+  it("a stream failing after its first message: internal error, nothing of the cause", async () => {
+    const messages = async function* () {
+      yield { position: 1n };
+      throw new Error(secret);
+    };
+    const response = await publicErrors(async () => ({ stream: true, message: messages() }) as never)(request);
+    const received: unknown[] = [];
+    const failure = await (async () => {
+      for await (const message of (response as unknown as { message: AsyncIterable<unknown> }).message) received.push(message);
+    })().catch((err: unknown) => err);
+    expect(received).toHaveLength(1);
+    expect(failure).toBeInstanceOf(ConnectError);
+    expect(failure).toMatchObject({ code: Code.Internal, rawMessage: "internal error" });
   });
 });

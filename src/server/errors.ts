@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { log } from "../runtime/log.ts";
 
 /** HTTP status of a failed REST request. Bad input is 422, as toncenter answers it. */
@@ -37,4 +37,27 @@ export function publicError(err: unknown, where: string): ConnectError {
     log.error("request failed", { where, code: Code[error.code], error: error.cause ?? error });
   }
   return error;
+}
+
+/**
+ * Logs what the RPC doors fail with and keeps internals out of the message, as the REST door does: a unary call's
+ * failure, and a streaming call's, whose messages can fail long after the handler has answered (StreamTraces).
+ */
+export const publicErrors: Interceptor = (next) => async (request) => {
+  const where = `RPC ${request.method.parent.typeName}/${request.method.name}`;
+  let response;
+  try {
+    response = await next(request);
+  } catch (err) {
+    throw publicError(err, where);
+  }
+  return response.stream ? { ...response, message: withPublicErrors(response.message, where) } : response;
+};
+
+async function* withPublicErrors<T>(messages: AsyncIterable<T>, where: string): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (err) {
+    throw publicError(err, where);
+  }
 }

@@ -1,6 +1,6 @@
-import { cors as connectCors, type Interceptor } from "@connectrpc/connect";
+import { cors as connectCors } from "@connectrpc/connect";
 import type { AddressInfo } from "node:net";
-import { publicError } from "./errors.ts";
+import { publicErrors } from "./errors.ts";
 import { indexSeqnoHeader } from "../service/index-freshness.ts";
 import { metricsEndpoint, observeRequests, observeUpgrades, requestIdHeader } from "../observability/requests.ts";
 import type { Telemetry } from "../observability/telemetry.ts";
@@ -27,15 +27,6 @@ export interface Server {
 
 /** The methods some path serves: GET and HEAD (REST, probes, documents), POST (RPC), OPTIONS (CORS preflight). */
 const servedMethods = new Set(["GET", "HEAD", "POST", "OPTIONS"]);
-
-/** Logs what the RPC doors fail with and keeps internals out of the message, as the REST door does. */
-const errorInterceptor: Interceptor = (next) => async (request) => {
-  try {
-    return await next(request);
-  } catch (err) {
-    throw publicError(err, `RPC ${request.method.parent.typeName}/${request.method.name}`);
-  }
-};
 
 /**
  * Builds the whole service without listening, so tests can start it on port 0: Connect, gRPC and
@@ -95,7 +86,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
       health.routes(router);
       reflectionRoutes(router);
     },
-    interceptors: [errorInterceptor],
+    interceptors: [publicErrors],
     fallback: rest,
     shutdownSignal: shutdown.signal,
     // Requests are small (the largest: a StreamTraces of STREAM_MAX_ADDRESSES raw addresses, ~70 kB); refuse large bodies before parsing them.
