@@ -22,7 +22,6 @@ function failingHub(where: "admit" | "stream"): StreamHub {
     admit: async () => {
       if (where === "admit") throw new Error(secret);
     },
-    // eslint-disable-next-line require-yield
     open: async function* () {
       throw new Error(secret);
     },
