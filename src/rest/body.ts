@@ -123,17 +123,22 @@ function* writeBatches(pieces: readonly Buffer[]): Generator<Buffer> {
   if (run.length > 0) yield run.length === 1 ? (run[0] as Buffer) : Buffer.concat(run, size);
 }
 
-/** Resolves when `head` has taken what was written, or the response is over (the client has gone). */
-export function drained(head: Pick<ResponseSink, "once" | "off">, res: Pick<ResponseSink, "once" | "off"> = head): Promise<void> {
+type Listenable = Pick<ResponseSink, "once" | "off">;
+
+/** Resolves at the first of these events, and stops listening to the others. */
+function firstEvent(...events: readonly [Listenable, "drain" | "close" | "finish"][]): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
-      head.off("drain", done);
-      res.off("close", done);
+      for (const [emitter, name] of events) emitter.off(name, done);
       resolve();
     };
-    head.once("drain", done);
-    res.once("close", done);
+    for (const [emitter, name] of events) emitter.once(name, done);
   });
+}
+
+/** Resolves when `head` has taken what was written, or the response is over (the client has gone). */
+export function drained(head: Listenable, res: Listenable = head): Promise<void> {
+  return firstEvent([head, "drain"], [res, "close"]);
 }
 
 /**
@@ -206,19 +211,7 @@ class Outflow {
   /** Ends the body; resolves once the response is finished or closed. */
   end(): Promise<void> {
     const res = this.#res;
-    const over = new Promise<void>((resolve) => {
-      if (gone(res)) {
-        resolve();
-        return;
-      }
-      const done = () => {
-        res.off("finish", done);
-        res.off("close", done);
-        resolve();
-      };
-      res.once("finish", done);
-      res.once("close", done);
-    });
+    const over = gone(res) ? Promise.resolve() : firstEvent([res, "finish"], [res, "close"]);
     if (this.#compressor === undefined) {
       if (!gone(res)) res.end("");
     } else if (!this.#compressor.destroyed) this.#compressor.end();
