@@ -1,3 +1,4 @@
+import net from "node:net";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runQuery } from "../src/db/client.ts";
@@ -186,4 +187,81 @@ describe("postgres driver", () => {
       await sql.end();
     }
   });
+
+  // The driver's first statement on a new connection is its own lookup of the array types. 3.4.9 dropped that
+  // statement's promise (porsager/postgres#1192, #1205, #1223): when the lookup failed (the connection destroyed by
+  // end's timeout, a cancellation, a terminated backend) the rejection reached no one, and Node ends a process on an
+  // unhandled rejection. The patch lets the connection's own error handling speak for it.
+  it("ends a pool whose new connection's type lookup never answers without an unhandled rejection", async () => {
+    const relay = await startRelayDeafAfterStartUp(database.url);
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const sql = postgres(relay.url, { max: 1, onnotice: () => {} });
+      const query = sql`select 1 as one`.then(() => "answered", (err: { code?: string }) => err.code ?? "no code");
+      await relay.deaf;
+      await sql.end({ timeout: 0.2 });
+      expect(await query).toBe("CONNECTION_DESTROYED");
+      // An unhandled rejection is reported after the microtasks of the turn it happened in.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", record);
+      await relay.close();
+    }
+  });
 });
+
+/**
+ * A relay to the database that passes the start-up through (up to the server's first ReadyForQuery) and then lets
+ * nothing more come back, as a server that stops answering right after accepting a connection.
+ */
+async function startRelayDeafAfterStartUp(databaseUrl: string) {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<net.Socket>();
+  let becameDeaf: () => void = () => {};
+  const deaf = new Promise<void>((resolve) => (becameDeaf = resolve));
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.once("close", () => (client.destroy(), upstream.destroy()));
+    }
+    client.pipe(upstream);
+    let pending = Buffer.alloc(0);
+    let listening = true;
+    upstream.on("data", (chunk: Buffer) => {
+      if (!listening) return;
+      pending = Buffer.concat([pending, chunk]);
+      // Backend messages: a type byte, then a length that counts itself and the body.
+      let end = 0;
+      while (pending.length >= end + 5) {
+        const size = 1 + pending.readUInt32BE(end + 1);
+        if (pending.length < end + size) break;
+        const type = String.fromCharCode(pending[end] as number);
+        end += size;
+        if (type === "Z") {
+          listening = false;
+          break;
+        }
+      }
+      client.write(pending.subarray(0, end));
+      pending = pending.subarray(end);
+      if (!listening) becameDeaf();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    deaf,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

