@@ -14,6 +14,7 @@ import { type TestDatabase, testEngine } from "./support/database.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 import { generatedIndex, recordedIndex } from "./support/encoder-indexes.ts";
 import { forEveryTracePage, getTracesContext, type TraceVariant, traceVariants } from "./support/trace-pages.ts";
+import { binaryOf } from "../src/encode/proto/own-encoding.ts";
 
 // The protobuf encoder of traces (src/encode/proto/), which writes from the rows the data layer read, against
 // protobuf-es writing the typed API's Trace scanned from the same rows: byte for byte, toBinary(TraceSchema,
@@ -62,7 +63,7 @@ function compareEveryTrace(db: TestDatabase, variants: readonly TraceVariant[] =
     const { ours, reference, traces } = await streamTraces(deps, request, getTracesContext(), new ComparingSink());
     expect(traces).toBe(request.traceId.length);
     // The page as connect writes it: the traces (as unknown fields) after the others, each as toBinary wrote it.
-    expect(Buffer.from(toBinary(GetTracesResponseSchema, ours)).equals(reference)).toBe(true);
+    expect(Buffer.from(binaryOf(GetTracesResponseSchema, ours)).equals(reference)).toBe(true);
     return traces;
   }, variants);
 }
@@ -103,7 +104,7 @@ describe("the protobuf traces encoder, on the recordings", () => {
     const config = loadConfig({ DB_POOL_SIZE: "2" });
     const reader = openDatabase(databaseOptions(config, db.url, { sharedSession: db.engine === "pglite" }));
     const request = create(GetTracesRequestSchema, { traceId: ids, limit: ids.length });
-    const page = async () => toBinary(GetTracesResponseSchema, await streamTraces({ db: reader, config }, request, getTracesContext(), new TracesProtoSink()));
+    const page = async () => binaryOf(GetTracesResponseSchema, await streamTraces({ db: reader, config }, request, getTracesContext(), new TracesProtoSink()));
     try {
       const first = await page();
       const parsed = vi.spyOn(JsonText.prototype, "value");

@@ -25,6 +25,7 @@ import { presentTransactionsResponse } from "../src/present/v3/transaction.ts";
 import type { TestDatabase } from "./support/database.ts";
 import { testEngine } from "./support/database.ts";
 import { generatedIndex, recordedIndex, serviceDeps } from "./support/encoder-indexes.ts";
+import { binaryOf } from "../src/encode/proto/own-encoding.ts";
 
 // The encoders that write /api/v3/adjacentTransactions (src/encode/v3-json/transactions.ts), /api/v2/
 // getBlockTransactionsExt (src/encode/v2-json/) and the binary protobuf of GetAdjacentTransactionsResponse and
@@ -79,7 +80,7 @@ async function compareAdjacent(deps: Deps, hashes: readonly string[]): Promise<A
       const loaded = await loadAdjacentTransactions(deps, request, context("getAdjacentTransactions"));
       const ours = Buffer.concat(writeTransactionsResponse(loaded)).toString();
       expect(ours, `${hash} ${direction}`).toBe(jsonBytes(presentTransactionsResponse(reference)).toString());
-      const binary = toBinary(GetAdjacentTransactionsResponseSchema, adjacentTransactionsBinary(loaded));
+      const binary = binaryOf(GetAdjacentTransactionsResponseSchema, adjacentTransactionsBinary(loaded));
       expect(Buffer.from(binary).equals(toBinary(GetAdjacentTransactionsResponseSchema, reference)), `${hash} ${direction} binary`).toBe(true);
       tally.answers++;
       if (ours.includes(`"decoded":{`)) tally.decoded++;
@@ -119,7 +120,7 @@ async function comparePage(deps: Deps, request: GetBlockTransactionsExtRequest, 
   expect(Buffer.concat([...content, stamp]).toString(), label).toBe(reference.toString());
   // The ETag is computed over `content`: the body up to the stamp, as withoutV2Stamp (src/rest/router.ts) cuts it.
   expect(Buffer.concat(content).equals(reference.subarray(0, reference.lastIndexOf(',"@extra":"'))), label).toBe(true);
-  const binary = Buffer.from(toBinary(GetBlockTransactionsExtResponseSchema, blockTransactionsExtBinary(loaded)));
+  const binary = Buffer.from(binaryOf(GetBlockTransactionsExtResponseSchema, blockTransactionsExtBinary(loaded)));
   expect(binary.equals(Buffer.from(toBinary(GetBlockTransactionsExtResponseSchema, response))), label).toBe(true);
 
   tally.pages++;

@@ -23,6 +23,7 @@ import { prepareBodyDecoding } from "../decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
 import { respondsInBinary, TracesProtoSink } from "../encode/proto/traces.ts";
 import { adjacentTransactionsBinary } from "../encode/proto/transactions.ts";
+import { assertSelfEncodingSupported } from "../encode/proto/own-encoding.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { StreamHub } from "../streams/hub.ts";
 import { StreamMetrics } from "../streams/metrics.ts";
@@ -40,6 +41,8 @@ export function createTonQueryService(deps: ServiceDeps) {
   const { config } = deps;
   // Before the first request, not during it: compiling the schema takes most of a second.
   prepareBodyDecoding(config);
+  // The binary doors' pages are sent as the bytes the encoders wrote, which an unpatched connect would drop.
+  assertSelfEncodingSupported(TonQueryService.method.getTraces);
   const admission = new Admission(config.maxConcurrentRequests, deps.telemetry?.metrics);
   deps.telemetry?.metrics.watchAdmission(() => admission.state());
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.

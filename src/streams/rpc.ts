@@ -1,9 +1,9 @@
 import { create } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type StreamTracesRequest, type StreamTracesResponse, StreamTracesResponseSchema } from "../../gen/tonquery/v1/stream_pb.ts";
 import type { Config } from "../runtime/config.ts";
 import { respondsInBinary } from "../encode/proto/traces.ts";
+import { selfEncodedWithItems } from "../encode/proto/own-encoding.ts";
 import { distinctValues, invalidParameter, isStorableText } from "../handlers/validation.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { streamOutcome, transportAbort } from "../server/rpc-door.ts";
@@ -45,17 +45,11 @@ async function* messages(hub: StreamHub, filter: ReturnType<typeof streamFilter>
       yield create(StreamTracesResponseSchema, { position: item.seqno, heartbeat: true });
       continue;
     }
-    const message = create(StreamTracesResponseSchema, {
-      position: item.seqno,
-      traces: binary ? [] : item.traces.map((t) => t.trace),
-      addressBook: item.addressBook,
-      metadata: item.metadata,
-      blockUtime: item.utime,
-    });
-    // Binary: the traces written from their rows, as already-encoded occurrences of field `traces` (see
-    // TracesProtoSink), no Trace built for them. The JSON codecs print no unknown fields, so they get the objects.
-    if (binary) message.$unknown = item.traces.map((t) => ({ no: tracesField, wireType: WireType.LengthDelimited, data: t.binary }));
-    yield message;
+    const fields = { position: item.seqno, addressBook: item.addressBook, metadata: item.metadata, blockUtime: item.utime };
+    // Binary: the traces as written from their rows, no Trace built for them (see TracesProtoSink); JSON needs the objects.
+    yield binary
+      ? selfEncodedWithItems(StreamTracesResponseSchema, fields, tracesField, item.traces.map((t) => t.binary))
+      : create(StreamTracesResponseSchema, { ...fields, traces: item.traces.map((t) => t.trace) });
   }
 }
 

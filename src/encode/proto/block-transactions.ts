@@ -1,5 +1,4 @@
-import { create } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { type GetBlockTransactionsExtResponse, GetBlockTransactionsExtResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import {
   blockTransactionBoc,
@@ -13,6 +12,7 @@ import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
 import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
 import { readMessageData } from "../../ton/message-data.ts";
 import { implicitInt32, implicitInt64, implicitString } from "./fields.ts";
+import { joinBytes, selfEncoded } from "./own-encoding.ts";
 import { ProtoWriter } from "./writer.ts";
 
 // The binary protobuf of GetBlockTransactionsExtResponse for the RPC doors (gRPC, gRPC-web, Connect with protobuf),
@@ -21,11 +21,10 @@ import { ProtoWriter } from "./writer.ts";
 // two equal). Every field is proto3 with implicit presence, so, as toBinary does, a zero or empty scalar is left out,
 // a message field is written whenever it is set, and fields go in field-number order.
 //
-// The transactions travel already encoded, as occurrences of field `transactions` in the response's unknown fields,
-// as a traces page carries its traces (TracesProtoSink, ./traces.ts): connect still serialises the response (its
-// framing, compression and errors stay), toBinary writes them verbatim after the known fields, and `transactions` is
-// the message's last field, so the bytes are the same. The JSON codecs print no unknown fields: the doors that answer
-// in JSON get the typed message (see respondsInBinary).
+// The answer is the message's bytes, which connect sends as they are (see own-encoding.ts), as a traces page's are
+// (TracesProtoSink, ./traces.ts): the known fields as toBinary writes them, then the transactions, `transactions`
+// being the message's last field. The JSON codecs need the typed message: the doors that answer in JSON get it
+// (see respondsInBinary).
 
 /** The friendly forms of a page's accounts, which come back in it again and again (senders, receivers, the block's own). */
 type Addresses = Map<string | null, string>;
@@ -99,24 +98,16 @@ function transaction(w: ProtoWriter, loaded: LoadedBlockTransactions, row: Trans
 
 const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactions.number;
 
-/**
- * The response for a binary RPC door: toBinary of it is the typed message's bytes. The page's transactions are written
- * by one writer into one unknown field whose bytes run on into the next occurrences of the field: toBinary writes the
- * first tag, then the bytes, which hold every later occurrence with its own tag. A writer and a copy per transaction
- * cost more than the encoding they carried.
- */
+/** The response for a binary RPC door, its bytes those of the typed message, written by one writer for the page. */
 export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
-  const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
-  if (loaded.page.rows.length === 0) return response;
+  const fields = { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete };
+  const head = toBinary(GetBlockTransactionsExtResponseSchema, create(GetBlockTransactionsExtResponseSchema, fields));
   const addresses: Addresses = new Map();
   const w = new ProtoWriter();
-  loaded.page.rows.forEach((row, index) => {
-    // The unknown field's own tag is the first transaction's; every later one brings its tag.
-    if (index === 0) w.forkBare();
-    else w.fork(transactionsField);
+  for (const row of loaded.page.rows) {
+    w.fork(transactionsField);
     transaction(w, loaded, row, addresses);
     w.join();
-  });
-  response.$unknown = [{ no: transactionsField, wireType: WireType.LengthDelimited, data: w.finish() }];
-  return response;
+  }
+  return selfEncoded(GetBlockTransactionsExtResponseSchema, joinBytes([head, w.finish()]), fields);
 }

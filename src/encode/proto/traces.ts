@@ -1,5 +1,3 @@
-import { create } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
 import { type GetTracesResponse, GetTracesResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { TraceAction, TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
@@ -9,6 +7,7 @@ import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarni
 import { writeStruct } from "./decoded-content.ts";
 import { implicitBool, implicitInt64, implicitString, optionalBool, optionalInt32, optionalInt64, optionalString } from "./fields.ts";
 import { writeTransaction } from "./transaction.ts";
+import { selfEncodedWithItems } from "./own-encoding.ts";
 import { ProtoWriter } from "./writer.ts";
 
 // The protobuf binary of a tonquery.v1.Trace, written from the rows the data layer read (see LoadedTrace): the one
@@ -125,12 +124,10 @@ export function encodeTrace(loaded: LoadedTrace): Uint8Array {
   return encode(loaded, false);
 }
 
-/** The same, preceded by its length: the value of a `Trace` field, as an unknown field carries it. */
+/** The same, preceded by its length: an occurrence of a `Trace` field but for its tag. */
 export function delimitedTrace(loaded: LoadedTrace): Uint8Array {
   return encode(loaded, true);
 }
-
-const tracesField = GetTracesResponseSchema.field.traces.number;
 
 /**
  * A page of traces for a binary RPC response (gRPC, gRPC-web, Connect with protobuf), each trace written from its
@@ -138,23 +135,24 @@ const tracesField = GetTracesResponseSchema.field.traces.number;
  *
  * Connect encodes a unary response in one call once the handler returns: for 1000 traces (25 MB) that held the
  * event loop for 150-250 ms, during which no other request was served, and kept the page twice in memory, as objects
- * and as bytes. Here the traces are written slice by slice while the page is loaded (see streamTraces) and travel as
- * already-encoded occurrences of field `traces` in the message's unknown fields, which protobuf-es writes verbatim:
- * the bytes on the wire are a valid GetTracesResponse (a repeated field may come after the others), decoded by every
- * client as usual, and connect keeps its whole protocol handling (framing, compression, errors, trailers). The JSON
- * codecs print no unknown fields, so Connect JSON gets the page as objects (getTraces).
+ * and as bytes. Here the traces are written slice by slice while the page is loaded (see streamTraces), and the
+ * answer is the message's bytes, which connect sends as they are (see own-encoding.ts): the page's other fields as
+ * toBinary writes them, then every trace as an occurrence of field `traces` (a repeated field may come after the
+ * others), decoded by every client as usual; connect keeps its whole protocol handling (framing, compression,
+ * errors, trailers). The JSON codecs need the page as objects: Connect JSON gets it from getTraces.
  */
 export class TracesProtoSink implements TraceSink<GetTracesResponse> {
-  readonly #encoded: { no: number; wireType: WireType; data: Uint8Array }[] = [];
+  /** Each trace's bytes, its length in front: a `traces` occurrence but for its tag. */
+  #encoded: Uint8Array[] = [];
 
   traces(chunk: readonly LoadedTrace[]): void {
-    for (const loaded of chunk) this.#encoded.push({ no: tracesField, wireType: WireType.LengthDelimited, data: delimitedTrace(loaded) });
+    for (const loaded of chunk) this.#encoded.push(delimitedTrace(loaded));
   }
 
   end(end: TracePageEnd): GetTracesResponse {
-    const response = create(GetTracesResponseSchema, end);
-    response.$unknown = this.#encoded;
-    return response;
+    const traces = this.#encoded;
+    this.#encoded = [];
+    return selfEncodedWithItems(GetTracesResponseSchema, end, GetTracesResponseSchema.field.traces.number, traces);
   }
 }
 

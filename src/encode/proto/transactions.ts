@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { WireType } from "@bufbuild/protobuf/wire";
 import { type GetAdjacentTransactionsResponse, GetAdjacentTransactionsResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
+import { joinBytes, selfEncoded } from "./own-encoding.ts";
 import { writeTransaction } from "./transaction.ts";
 import { ProtoWriter } from "./writer.ts";
 
@@ -9,29 +9,19 @@ import { ProtoWriter } from "./writer.ts";
 // rows the data layer read (see LoadedTransactions) without building a Transaction: byte for byte what toBinary
 // prints for adjacentTransactionsResponse's message (test/transactions-encoders.test.ts holds the two equal).
 //
-// Like a traces page (TracesProtoSink, ./traces.ts), the answer travels as the response's unknown fields, which
-// toBinary writes verbatim, so that connect keeps its framing, compression and errors. Unlike it, nothing is left
-// to the known fields: `transactions` (1) comes before `address_book` (2), so the address book, encoded by toBinary
-// (a few entries), follows the transactions in the same unknown field's bytes, and the order is toBinary's own.
+// Like a traces page (TracesProtoSink, ./traces.ts), the answer is the message's bytes, which connect sends as they
+// are (see own-encoding.ts): every transaction as an occurrence of `transactions` (1), then `address_book` (2),
+// encoded by toBinary (a few entries), as toBinary orders them.
 
 const transactionsField = GetAdjacentTransactionsResponseSchema.field.transactions.number;
 
 export function adjacentTransactionsBinary(loaded: LoadedTransactions): GetAdjacentTransactionsResponse {
   const w = new ProtoWriter();
-  loaded.set.rows.forEach((row, index) => {
-    // The unknown field's own tag is the first transaction's; every later one brings its tag.
-    if (index === 0) w.forkBare();
-    else w.fork(transactionsField);
+  for (const row of loaded.set.rows) {
+    w.fork(transactionsField);
     writeTransaction(w, loaded.set, row, loaded.bodies);
     w.join();
-  });
+  }
   const addressBook = toBinary(GetAdjacentTransactionsResponseSchema, create(GetAdjacentTransactionsResponseSchema, { addressBook: loaded.addressBook }));
-  const response = create(GetAdjacentTransactionsResponseSchema);
-  // Never empty: an answer without transactions is NOT_FOUND (see loadAdjacentTransactions).
-  const transactions = w.finish();
-  const data = new Uint8Array(transactions.length + addressBook.length);
-  data.set(transactions);
-  data.set(addressBook, transactions.length);
-  response.$unknown = [{ no: transactionsField, wireType: WireType.LengthDelimited, data }];
-  return response;
+  return selfEncoded(GetAdjacentTransactionsResponseSchema, joinBytes([w.finish(), addressBook]), { addressBook: loaded.addressBook });
 }

@@ -1,0 +1,36 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
+import { describe, expect, it } from "vitest";
+import { GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import { TraceSchema } from "../gen/tonquery/v1/trace_pb.ts";
+import { assertSelfEncodingSupported, binaryOf, selfEncodedWithItems } from "../src/encode/proto/own-encoding.ts";
+
+// The binary doors' pages reach connect as messages carrying their own bytes (src/encode/proto/own-encoding.ts), which
+// connect, patched (patches/@connectrpc+connect+2.2.0.patch), sends without encoding them again.
+
+const traces = ["trace one", "trace two"].map((traceId) => create(TraceSchema, { traceId, isIncomplete: true }));
+/** A trace as the encoders hand it over: its length, then its bytes. */
+const delimited = (bytes: Uint8Array) => new BinaryWriter().bytes(bytes).finish();
+
+describe("a self-encoded response", () => {
+  it("holds the bytes toBinary writes for the message with its items in the repeated field", () => {
+    const fields = { nextPageToken: "next", addressBook: { "0:AB": { userFriendly: "EQ..", domain: "" } } };
+    const message = selfEncodedWithItems(GetTracesResponseSchema, fields, GetTracesResponseSchema.field.traces.number, traces.map((t) => delimited(toBinary(TraceSchema, t))));
+    const ours = binaryOf(GetTracesResponseSchema, message);
+    // The message's fields as toBinary writes them, then the traces as toBinary writes the field alone.
+    const head = toBinary(GetTracesResponseSchema, create(GetTracesResponseSchema, fields));
+    const tail = toBinary(GetTracesResponseSchema, create(GetTracesResponseSchema, { traces }));
+    expect(Buffer.from(ours).equals(Buffer.concat([head, tail]))).toBe(true);
+    expect(fromBinary(GetTracesResponseSchema, ours)).toEqual(create(GetTracesResponseSchema, { ...fields, traces }));
+  });
+
+  it("is sent by connect as those very bytes, not encoded again", () => {
+    assertSelfEncodingSupported(TonQueryService.method.getTraces);
+    const message = selfEncodedWithItems(GetTracesResponseSchema, {}, GetTracesResponseSchema.field.traces.number, [delimited(toBinary(TraceSchema, traces[0]!))]);
+    const serialization = createMethodSerializationLookup(TonQueryService.method.getTraces, undefined, undefined, { writeMaxBytes: 1 << 20, readMaxBytes: 1 << 20 });
+    const sent = serialization.getO(true).serialize(message);
+    expect(sent).toBe(binaryOf(GetTracesResponseSchema, message));
+    expect(serialization.getO(true).parse(sent).traces).toEqual([traces[0]]);
+  });
+});
