@@ -136,6 +136,32 @@ describe("Admission", () => {
     expect(await next).toBe(true);
   });
 
+  it("answers when the work ends, but keeps the slots an answer still needs until they are released", async () => {
+    const admission = new Admission(1);
+    const shared = () => admission.state().lanes.find((lane) => lane.lane === "shared")?.inUse;
+    const sent = deferred();
+    expect(
+      await admission.run(never, 1, async (slots) => {
+        slots.keepUntil(sent.promise);
+        return "answer";
+      }),
+    ).toBe("answer");
+    expect(shared()).toBe(1);
+    const next = admission.run(never, 1, async () => "next");
+    expect(admission.state().queued).toBe(1);
+    sent.resolve();
+    expect(await next).toBe("next");
+    expect(shared()).toBe(0);
+
+    // Work that fails has no answer to send: its slots are given back at once.
+    const failed = admission.run(never, 1, async (slots) => {
+      slots.keepUntil(new Promise(() => {}));
+      throw new Error("boom");
+    });
+    await expect(failed).rejects.toThrow("boom");
+    expect(shared()).toBe(0);
+  });
+
   it("resizes a request to its real weight: shrinking lets others in, growing queues again holding nothing", async () => {
     // 4 slots: 1 reserved, 3 shared.
     const admission = new Admission(4);

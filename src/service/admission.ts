@@ -29,7 +29,8 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  * deadline: no class is shed for good while others are served.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
- * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
+ * itself has finished: memory is freed only then, and statements are bounded by the statement timeout. An answer
+ * its door sends only after the work has returned it keeps them until it is sent (see HeldSlots.keepUntil).
  */
 export class Admission {
   readonly #shared: number;
@@ -64,6 +65,7 @@ export class Admission {
     const ticket = this.#nextTicket++;
     const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
     let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
+    let keptUntil: Promise<unknown> | undefined;
     const slots: HeldSlots = {
       get light() {
         return held.count <= 1;
@@ -83,8 +85,22 @@ export class Admission {
         held = { lane: "shared", count: 0, kind, since: performance.now(), expectedWork: 0 };
         held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined });
       },
+      keepUntil: (released) => {
+        keptUntil = released;
+      },
     };
-    const done = work(slots).finally(() => this.#release(held, true));
+    const release = () => this.#release(held, true);
+    const done = work(slots).then(
+      (result) => {
+        if (keptUntil === undefined) release();
+        else void keptUntil.then(release, release);
+        return result;
+      },
+      (err: unknown) => {
+        release();
+        throw err;
+      },
+    );
     return untilAborted(signal, done);
   }
 
@@ -284,6 +300,11 @@ export interface HeldSlots {
   readonly light: boolean;
   /** Gives back what the new weight does not need, or waits (at its place in line, holding nothing) for what it needs more. */
   resize(weight: number): Promise<void>;
+  /**
+   * Keeps the slots past the end of the work, until `released` settles: for an answer the work has made and handed
+   * over, which holds its memory until its door has sent it. The caller gets the answer when the work ends.
+   */
+  keepUntil(released: Promise<unknown>): void;
 }
 
 /** Transactions that weigh one slot: with the default 8 slots, pages of 1500 transactions in the shared ones, plus two light requests. */
