@@ -136,6 +136,44 @@ describe("Admission", () => {
     expect(await next).toBe(true);
   });
 
+  it("answers when the work ends, and counts a heavy answer until it is sent: in sending slots once free, in its own until then", async () => {
+    const admission = new Admission(8);
+    const inUse = (lane: string) => admission.state().lanes.find((l) => l.lane === lane)?.inUse;
+    const heavy = async (sent: Promise<void>) =>
+      admission.run(never, 6, async (slots) => {
+        slots.keepUntil(sent);
+        return "answer";
+      });
+    const firstSent = deferred();
+    expect(await heavy(firstSent.promise)).toBe("answer");
+    // Handed over to sending slots: the shared ones are free for the next page.
+    expect([inUse("shared"), inUse("sending")]).toEqual([0, 6]);
+    const secondSent = deferred();
+    expect(await heavy(secondSent.promise)).toBe("answer");
+    // No sending slots left: the second answer keeps the slots it was made in, and the next page waits.
+    expect([inUse("shared"), inUse("sending")]).toEqual([6, 6]);
+    const next = admission.run(never, 6, async () => "next");
+    expect(admission.state().queued).toBe(1);
+    firstSent.resolve();
+    expect(await next).toBe("next");
+    expect([inUse("shared"), inUse("sending")]).toEqual([0, 6]);
+    secondSent.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([inUse("shared"), inUse("sending")]).toEqual([0, 0]);
+
+    // A light answer is small: its slot is given back with the work, not held up behind heavy answers being sent.
+    expect(await admission.run(never, 1, async (slots) => (slots.keepUntil(new Promise(() => {})), "light"))).toBe("light");
+    expect([inUse("reserved"), inUse("sending")]).toEqual([0, 0]);
+
+    // Work that fails has no answer to send: its slots are given back at once.
+    const failed = admission.run(never, 6, async (slots) => {
+      slots.keepUntil(new Promise(() => {}));
+      throw new Error("boom");
+    });
+    await expect(failed).rejects.toThrow("boom");
+    expect([inUse("shared"), inUse("sending")]).toEqual([0, 0]);
+  });
+
   it("resizes a request to its real weight: shrinking lets others in, growing queues again holding nothing", async () => {
     // 4 slots: 1 reserved, 3 shared.
     const admission = new Admission(4);

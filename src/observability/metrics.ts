@@ -8,7 +8,7 @@ import type { Door } from "./request-context.ts";
 /** Admission's state at scrape time (see Admission). */
 export interface AdmissionState {
   queued: number;
-  lanes: readonly { lane: "reserved" | "shared"; slots: number; inUse: number }[];
+  lanes: readonly { lane: "reserved" | "shared" | "sending"; slots: number; inUse: number }[];
 }
 
 /** One connection pool's state at scrape time (see openDatabase). */
@@ -133,7 +133,7 @@ export class Metrics implements AdmissionRecorder {
     });
     new Gauge({
       name: "tonquery_admission_slots_in_use",
-      help: "Admission slots held by requests, by lane (reserved: light requests only; shared).",
+      help: "Admission slots held by requests, by lane (reserved: light requests only; shared; sending: RPC answers made and not yet sent, which gave back the slots they were made in).",
       labelNames: ["lane"],
       registers,
       collect() {
@@ -142,7 +142,7 @@ export class Metrics implements AdmissionRecorder {
     });
     new Gauge({
       name: "tonquery_admission_slots",
-      help: "Admission slots, by lane (MAX_CONCURRENT_REQUESTS split into reserved and shared).",
+      help: "Admission slots, by lane (MAX_CONCURRENT_REQUESTS split into reserved and shared; sending: as many as shared).",
       labelNames: ["lane"],
       registers,
       collect() {

@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
 import type { Compression } from "@connectrpc/connect/protocol";
 import { log } from "../runtime/log.ts";
+import { answerDelivery, type AnswerDelivery } from "../service/answer-delivery.ts";
 import { brotliQuality, gzipLevel } from "../rest/compression.ts";
 import { grpcCodeName, nameRequest, type Door } from "../observability/request-context.ts";
 import type { HttpHandler, HttpResponse } from "./single-port.ts";
@@ -128,8 +129,12 @@ export function rpcDoor(options: RpcDoorOptions): HttpHandler {
     const record = nameRequest(doors[protocolOf(req.method, req.headers["content-type"])], service.startsWith("tonquery.") ? handler.method.name : `${service}/${handler.method.name}`);
     let request: UniversalServerRequest;
     const text = isGrpcWebText(req.headers["content-type"]);
+    const delivery = deliveryOf(res, () => {
+      if (record !== undefined) record.rpcCode = grpcCodeName(Code.DeadlineExceeded);
+    });
     const values = createContextValues()
       .set(callState, state)
+      .set(answerDelivery, delivery)
       .set(transportAbort, () => cut(res))
       .set(streamOutcome, (code) => {
         if (record !== undefined) record.rpcCode = grpcCodeName(code);
@@ -141,7 +146,7 @@ export function rpcDoor(options: RpcDoorOptions): HttpHandler {
       const error = new ConnectError("malformed request: no valid authority (Host header)", Code.InvalidArgument);
       if (record !== undefined) record.rpcCode = grpcCodeName(error.code);
       const answer = errorResponse(protocolOf(req.method, req.headers["content-type"]), error, undefined);
-      void write(text ? toGrpcWebText(answer) : answer, res, handler.method.name);
+      void write(text ? toGrpcWebText(answer) : answer, res, handler.method.name, delivery);
       return;
     }
     // A stream lasts as long as its client wants: its deadline is the client's own, uncut.
@@ -149,10 +154,14 @@ export function rpcDoor(options: RpcDoorOptions): HttpHandler {
     handler(request).then(
       (response) => {
         const answer = state.reached ? response : unreadable(response, state, protocolOf(request.method, request.header.get("content-type")));
-        if (record !== undefined) record.rpcCode = grpcCodeName(outcome(state, answer, response));
-        return write(text ? toGrpcWebText(answer) : answer, res, handler.method.name);
+        // Cut at its deadline already (the implementation returned it too late to be sent): that is its outcome.
+        if (record !== undefined && !delivery.abandoned) record.rpcCode = grpcCodeName(outcome(state, answer, response));
+        return write(text ? toGrpcWebText(answer) : answer, res, handler.method.name, delivery);
       },
-      (reason: unknown) => report(reason, handler.method.name),
+      (reason: unknown) => {
+        delivery.settle();
+        report(reason, handler.method.name);
+      },
     );
   };
 }
@@ -234,8 +243,53 @@ function outcome(state: CallState, answer: UniversalServerResponse, original: Un
   return answer.status === 200 ? Code.Unknown : codeFromHttpStatus(answer.status);
 }
 
-function write(response: UniversalServerResponse, res: HttpResponse, method: string): Promise<void> {
-  return universalResponseToNodeResponse(response, res).catch((reason: unknown) => report(reason, method));
+function write(response: UniversalServerResponse, res: HttpResponse, method: string, delivery: Delivery): Promise<void> {
+  return universalResponseToNodeResponse(response, res).catch((reason: unknown) => {
+    delivery.settle();
+    // Cut at its deadline by the door itself: the write's failure is that cut.
+    if (!delivery.abandoned) report(reason, method);
+  });
+}
+
+interface Delivery extends AnswerDelivery {
+  /** Marks the answer as sent or never to be: a call that fails before its answer is written. */
+  settle(): void;
+  readonly abandoned: boolean;
+}
+
+/**
+ * The call's AnswerDelivery: sent once the response has finished (its last bytes handed to the transport) or closed
+ * (the client gone, the stream reset, the connection ended by shutdown), whichever comes first. Not when the promise
+ * of universalResponseToNodeResponse settles: after the last bytes it waits for an 'end' event that Node's responses
+ * never emit. Abandoned, the response is cut (gRPC's RST_STREAM CANCEL on HTTP/2) and counted as DEADLINE_EXCEEDED.
+ */
+function deliveryOf(res: HttpResponse, onAbandon: () => void): Delivery {
+  let settled = false;
+  let abandoned = false;
+  let resolve!: () => void;
+  const sent = new Promise<void>((r) => (resolve = r));
+  const settle = () => {
+    if (settled) return;
+    settled = true;
+    res.off("finish", settle);
+    res.off("close", settle);
+    resolve();
+  };
+  res.once("finish", settle);
+  res.once("close", settle);
+  return {
+    sent,
+    settle,
+    get abandoned() {
+      return abandoned;
+    },
+    abandon: () => {
+      if (settled) return;
+      abandoned = true;
+      onAbandon();
+      cut(res);
+    },
+  };
 }
 
 function report(reason: unknown, method: string): void {

@@ -29,7 +29,8 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  * deadline: no class is shed for good while others are served.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
- * itself has finished: memory is freed only then, and statements are bounded by the statement timeout.
+ * itself has finished: memory is freed only then, and statements are bounded by the statement timeout. An answer
+ * its door sends only after the work has returned it keeps them until it is sent (see HeldSlots.keepUntil).
  */
 export class Admission {
   readonly #shared: number;
@@ -46,6 +47,14 @@ export class Admission {
   #sharedWorkInUse = 0;
   /** When requests of each kind and slot count were last granted slots (performance.now()). */
   readonly #lastGranted = new Map<string, number>();
+  /**
+   * Slots of answers that are made and being sent, which no longer hold the slots they were made in (see
+   * `keepUntil`): as many as the shared lane has, so that one heavy answer, or that weight of lighter ones, is on
+   * its way out while the next pages are made.
+   */
+  #freeSending: number;
+  /** Answers made and waiting for sending slots, in the order they were made; each holds its slots meanwhile. */
+  readonly #waitingToSend: { count: number; grant: () => void }[] = [];
 
   constructor(slots: number, recorder?: AdmissionRecorder) {
     this.#recorder = recorder;
@@ -53,6 +62,7 @@ export class Admission {
     this.#shared = slots - this.#reserved;
     this.#freeShared = this.#shared;
     this.#freeReserved = this.#reserved;
+    this.#freeSending = this.#shared;
   }
 
   /**
@@ -64,6 +74,7 @@ export class Admission {
     const ticket = this.#nextTicket++;
     const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
     let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
+    let keptUntil: Promise<unknown> | undefined;
     const slots: HeldSlots = {
       get light() {
         return held.count <= 1;
@@ -83,9 +94,63 @@ export class Admission {
         held = { lane: "shared", count: 0, kind, since: performance.now(), expectedWork: 0 };
         held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined });
       },
+      keepUntil: (released) => {
+        keptUntil = released;
+      },
     };
-    const done = work(slots).finally(() => this.#release(held, true));
+    const release = () => this.#release(held, true);
+    const done = work(slots).then(
+      (result) => {
+        // A light answer is small, and waiting behind heavy ones to be sent would hold up the light lane.
+        if (keptUntil === undefined || held.count <= 1) release();
+        else this.#handOver(held, keptUntil, release);
+        return result;
+      },
+      (err: unknown) => {
+        release();
+        throw err;
+      },
+    );
     return untilAborted(signal, done);
+  }
+
+  /**
+   * An answer made with `held` and not yet sent, which holds its memory until `sent` settles: it takes as many
+   * sending slots and gives back the slots it was made in, at once when sending slots are free, else as soon as they
+   * are (until then it keeps what it holds, and the next pages wait: answers are made no faster than they leave).
+   */
+  #handOver(held: Held, sent: Promise<unknown>, release: () => void): void {
+    const count = held.count;
+    let sending = false;
+    let over = false;
+    const start = () => {
+      if (over) return this.#giveSending(count);
+      sending = true;
+      release();
+    };
+    const end = () => {
+      over = true;
+      if (sending) this.#giveSending(count);
+      else {
+        release();
+        const waiting = this.#waitingToSend.findIndex((w) => w.grant === start);
+        if (waiting >= 0) this.#waitingToSend.splice(waiting, 1);
+      }
+    };
+    void sent.then(end, end);
+    if (this.#waitingToSend.length === 0 && this.#freeSending >= count) {
+      this.#freeSending -= count;
+      start();
+    } else this.#waitingToSend.push({ count, grant: start });
+  }
+
+  #giveSending(count: number): void {
+    this.#freeSending += count;
+    for (let next = this.#waitingToSend[0]; next !== undefined && next.count <= this.#freeSending; next = this.#waitingToSend[0]) {
+      this.#waitingToSend.shift();
+      this.#freeSending -= next.count;
+      next.grant();
+    }
   }
 
   /** For the metrics, read when they are scraped. */
@@ -95,6 +160,7 @@ export class Admission {
       lanes: [
         { lane: "reserved", slots: this.#reserved, inUse: this.#reserved - this.#freeReserved },
         { lane: "shared", slots: this.#shared, inUse: this.#shared - this.#freeShared },
+        { lane: "sending", slots: this.#shared, inUse: this.#shared - this.#freeSending },
       ],
     };
   }
@@ -284,6 +350,12 @@ export interface HeldSlots {
   readonly light: boolean;
   /** Gives back what the new weight does not need, or waits (at its place in line, holding nothing) for what it needs more. */
   resize(weight: number): Promise<void>;
+  /**
+   * The answer the work makes holds its memory until `sent` settles (its door sends it after the work has returned
+   * it): it is counted until then, in sending slots once some are free (see #handOver), in the slots it was made in
+   * meanwhile. The caller gets the answer when the work ends.
+   */
+  keepUntil(sent: Promise<unknown>): void;
 }
 
 /** Transactions that weigh one slot: with the default 8 slots, pages of 1500 transactions in the shared ones, plus two light requests. */

@@ -17,6 +17,7 @@ import { blockTransactionsExtBinary } from "../encode/proto/block-transactions.t
 import { getMasterchainInfo } from "../handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "../handlers/traces.ts";
 import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
+import { answerDelivery, type AnswerDelivery } from "./answer-delivery.ts";
 import { isSnapshotLost } from "../db/client.ts";
 import { prioritise } from "../db/connection-gate.ts";
 import { prepareBodyDecoding } from "../decoding/page-bodies.ts";
@@ -78,6 +79,8 @@ export function createTonQueryService(deps: ServiceDeps) {
     // The request's statements all go to one member, at least as fresh as its client asked (see Cluster), and all
     // read one snapshot of the index there (see RequestSnapshot).
     const route = deps.db.route(bounded.signal, minSeqno, true);
+    // Set by the RPC doors, which send the answer after it is returned; the REST door sends it within the work.
+    const delivery = context.values.get(answerDelivery);
     const work = async (slots: HeldSlots) => {
       prioritise(bounded.signal, () => slots.light);
       try {
@@ -88,7 +91,10 @@ export function createTonQueryService(deps: ServiceDeps) {
             if (!answerSent()) exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal));
             // Read in full: the snapshot is let go before the answer is written.
             route.end();
-            return finish ? await finish(response) : (response as unknown as Out);
+            const answer = finish ? await finish(response) : (response as unknown as Out);
+            // Unless the caller has already been answered with the signal's error (which its door is writing).
+            if (delivery !== undefined && !bounded.signal.aborted) slots.keepUntil(untilSent(delivery, bounded, config.requestTimeoutMs));
+            return answer;
           } catch (err) {
             // A run whose member failed under it is done again from the start, on another member, never finished
             // there: its door makes its sink anew per run and drops what the failed run wrote. Unless part of the
@@ -204,6 +210,26 @@ const nothingSent = () => false;
 export interface TracesRun {
   /** Sets the response headers of the answer on the request's context before its end (see getTracesInto). */
   responseHeaders(): Promise<void>;
+}
+
+/**
+ * Until the door has sent the answer, or the request's deadline passes: then the door stops sending it, so that a
+ * client that stops reading holds neither slots nor the answer's memory past its deadline. The deadline is read
+ * from the context, not from its signal, which connect aborts once it has serialised the answer.
+ */
+function untilSent(delivery: AnswerDelivery, context: HandlerContext, fallbackTimeoutMs: number): Promise<void> {
+  const leftMs = Math.max(0, context.timeoutMs() ?? fallbackTimeoutMs);
+  return new Promise((resolve) => {
+    const deadline = setTimeout(() => {
+      delivery.abandon();
+      resolve();
+    }, leftMs);
+    const sent = () => {
+      clearTimeout(deadline);
+      resolve();
+    };
+    delivery.sent.then(sent, sent);
+  });
 }
 
 /**

@@ -148,3 +148,77 @@ export function rawHttp(baseUrl: string, text: string): Promise<string> {
     socket.on("error", reject);
   });
 }
+
+/** A call `pausedCall` made, held by its client after the first bytes of the answer. */
+export interface PausedCall {
+  headers: http2.IncomingHttpHeaders;
+  /** Reads on to the end of the answer. */
+  resume(): Promise<PausedOutcome>;
+  /** Resets the stream (the client goes away). */
+  cancel(): Promise<PausedOutcome>;
+  /** How the stream ends, read or not. */
+  outcome: Promise<PausedOutcome>;
+}
+
+export interface PausedOutcome {
+  answer: RawAnswer;
+  /** The stream ended normally (END_STREAM), rather than by a reset. */
+  complete: boolean;
+  rstCode: number;
+}
+
+/**
+ * A unary call over HTTP/2 in `protocol` (protobuf), whose client stops reading once the first bytes of the answer
+ * have come: the stream's flow-control window (64 KB) then holds the server to what the client has not read, as a
+ * slow or stalled client's would.
+ */
+export function pausedCall(baseUrl: string, protocol: RawProtocol, method: string, message: Uint8Array, headers: Record<string, string> = {}): Promise<PausedCall> {
+  const session = http2.connect(baseUrl);
+  session.on("error", () => {});
+  const contentType = { connect: "application/proto", grpc: "application/grpc+proto", "grpc-web": "application/grpc-web+proto" }[protocol];
+  const stream = session.request({
+    ":method": "POST",
+    ":path": `${servicePath}${method}`,
+    "content-type": contentType,
+    ...(protocol === "grpc" && { te: "trailers" }),
+    ...headers,
+  });
+  const chunks: Buffer[] = [];
+  let responseHeaders: http2.IncomingHttpHeaders = {};
+  let trailers: http2.IncomingHttpHeaders = {};
+  let complete = false;
+  stream.on("response", (h) => (responseHeaders = h));
+  stream.on("trailers", (t) => (trailers = t));
+  stream.on("end", () => (complete = true));
+  stream.on("error", () => {});
+  const outcome = new Promise<PausedOutcome>((resolve) => {
+    stream.on("close", () => {
+      const body = Buffer.concat(chunks);
+      const status = Number(responseHeaders[":status"]);
+      const trailer = { ...responseHeaders, ...trailers, ...(protocol === "grpc-web" ? grpcWebTrailer(body) : {}) };
+      const rpcStatus = protocol === "connect" ? { code: status === 200 ? (0 as const) : Code.Unknown, message: "" } : grpcStatus(trailer);
+      resolve({ answer: { status, ...rpcStatus, body, headers: responseHeaders }, complete, rstCode: stream.rstCode ?? 0 });
+      session.close();
+    });
+  });
+  return new Promise((resolve, reject) => {
+    stream.once("data", () => {
+      stream.pause();
+      resolve({
+        headers: responseHeaders,
+        outcome,
+        resume: () => {
+          stream.resume();
+          return outcome;
+        },
+        cancel: () => {
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          return outcome;
+        },
+      });
+    });
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.once("close", () => reject(new Error("the stream closed before the answer's first bytes")));
+    stream.end(protocol === "connect" ? Buffer.from(message) : envelope(message));
+  });
+}

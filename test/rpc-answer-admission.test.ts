@@ -1,0 +1,147 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import http2 from "node:http2";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GetTracesRequestSchema, GetTracesResponseSchema } from "../gen/tonquery/v1/service_pb.ts";
+import { testEngine, type TestDatabase } from "./support/database.ts";
+import { generatedIndex } from "./support/encoder-indexes.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
+import { pausedCall, type PausedOutcome, rawProtocols, type RawProtocol } from "./support/raw-rpc.ts";
+import { startTestServer, type TestServer } from "./support/server.ts";
+
+// A unary RPC answer holds its memory (its serialised message, 14.6 MB for the bench's cold 1000-trace page) until
+// the transport has taken it, and connect writes it after the implementation has returned it. So a heavy answer stays
+// counted by admission until it is sent: in sending slots, which it takes in exchange for the slots it was made in
+// as soon as they are free, so that one answer leaves while the next page is made, and no more pile up. A client
+// that stops reading holds them only up to its deadline, when its answer is cut.
+
+const onPglite = (await testEngine()) === "pglite";
+if (onPglite) console.warn("test/rpc-answer-admission.test.ts skipped: its pages come from the bench's generator, which loads with COPY (the PostgreSQL run covers it)");
+
+let db: TestDatabase;
+let server: TestServer;
+
+/** The newest 1000 traces of a generated chain of 6,000 transactions: a heavy page (all shared slots), megabytes of protobuf. */
+const page = toBinary(GetTracesRequestSchema, create(GetTracesRequestSchema, { limit: 1000 }));
+
+beforeAll(async () => {
+  if (onPglite) return;
+  db = await generatedIndex(6000, 7);
+  server = await startTestServer(db.url);
+}, 120_000);
+afterAll(async () => {
+  await server?.close();
+  await db?.drop();
+});
+
+/** Admission slots in use in `lane`, per /metrics. */
+async function laneInUse(on: TestServer, lane: "shared" | "sending"): Promise<number> {
+  return (await scrapeMetrics(on.baseUrl)).value("tonquery_admission_slots_in_use", { lane }) ?? 0;
+}
+
+/** Admission slots in use, per /metrics. */
+async function slotsInUse(on: TestServer): Promise<number> {
+  const scrape = await scrapeMetrics(on.baseUrl);
+  return scrape.samples("tonquery_admission_slots_in_use").reduce((total, sample) => total + Number(sample.value), 0);
+}
+
+/** Polls `read` until it gives `expected` (or 5 s pass), and returns what it gave last. */
+async function until<T>(read: () => Promise<T>, expected: T): Promise<T> {
+  const deadline = Date.now() + 5000;
+  let value = await read();
+  while (value !== expected && Date.now() < deadline) {
+    await sleep(20);
+    value = await read();
+  }
+  return value;
+}
+
+/** Polls `read` until two readings 200 ms apart agree: the server has stopped moving. */
+async function settled(read: () => Promise<number>): Promise<number> {
+  let last = await read();
+  for (;;) {
+    await sleep(200);
+    const now = await read();
+    if (now === last) return now;
+    last = now;
+  }
+}
+
+function expectWholePage(protocol: RawProtocol, outcome: PausedOutcome) {
+  expect(outcome.complete).toBe(true);
+  expect(outcome.answer.code).toBe(0);
+  const { body } = outcome.answer;
+  // gRPC and gRPC-web: the message in its envelope (uncompressed: the call asked for no compression).
+  const message = protocol === "connect" ? body : body.subarray(5, 5 + body.readUInt32BE(1));
+  expect(fromBinary(GetTracesResponseSchema, message).traces.length).toBeGreaterThan(0);
+}
+
+describe.skipIf(onPglite).each(rawProtocols)("a unary %s answer its client does not read", (protocol) => {
+  it("keeps its admission slots until it is read, then gives them back", async () => {
+    const paused = await pausedCall(server.baseUrl, protocol, "GetTraces", page);
+    expect(await settled(() => slotsInUse(server))).toBeGreaterThan(0);
+    expectWholePage(protocol, await paused.resume());
+    expect(await until(() => slotsInUse(server), 0)).toBe(0);
+  });
+
+  it("gives its slots back when the client goes away", async () => {
+    const paused = await pausedCall(server.baseUrl, protocol, "GetTraces", page);
+    expect(await settled(() => slotsInUse(server))).toBeGreaterThan(0);
+    const { complete } = await paused.cancel();
+    expect(complete).toBe(false);
+    expect(await until(() => slotsInUse(server), 0)).toBe(0);
+  });
+
+  it("is cut when the call's deadline passes unsent, and gives its slots back", async () => {
+    const deadline: Record<string, string> = protocol === "connect" ? { "connect-timeout-ms": "1500" } : { "grpc-timeout": "1500m" };
+    const paused = await pausedCall(server.baseUrl, protocol, "GetTraces", page, deadline);
+    // The client still reads nothing: the server ends the call.
+    const { complete, rstCode } = await paused.outcome;
+    expect(complete).toBe(false);
+    expect(rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+    expect(await until(() => slotsInUse(server), 0)).toBe(0);
+    const scrape = await scrapeMetrics(server.baseUrl);
+    expect(scrape.value("tonquery_requests_total", { door: protocol.replace("-", "_"), operation: "GetTraces", code: "DEADLINE_EXCEEDED" })).toBeGreaterThan(0);
+  });
+});
+
+describe.skipIf(onPglite)("unary answers held by their clients", () => {
+  it("lets the next page be made while one answer is sent, and keeps a second unsent one in the slots it was made in", async () => {
+    const first = await pausedCall(server.baseUrl, "grpc", "GetTraces", page);
+    expect(await settled(() => laneInUse(server, "sending"))).toBe(6);
+    expect(await laneInUse(server, "shared")).toBe(0);
+    const second = await pausedCall(server.baseUrl, "grpc", "GetTraces", page);
+    expect(await settled(() => laneInUse(server, "shared"))).toBe(6);
+    expect(await laneInUse(server, "sending")).toBe(6);
+    // The first answer leaves: the second takes its sending slots, and the shared ones are free for the next page.
+    expectWholePage("grpc", await first.resume());
+    expect(await until(() => laneInUse(server, "shared"), 0)).toBe(0);
+    expect(await laneInUse(server, "sending")).toBe(6);
+    expectWholePage("grpc", await second.resume());
+    expect(await until(() => slotsInUse(server), 0)).toBe(0);
+  });
+
+
+  it("is cut at the server's deadline when the client set none", async () => {
+    const own = await startTestServer(db.url, { REQUEST_TIMEOUT_MS: "1500" });
+    try {
+      const paused = await pausedCall(own.baseUrl, "grpc", "GetTraces", page);
+      const { complete, rstCode } = await paused.outcome;
+      expect(complete).toBe(false);
+      expect(rstCode).toBe(http2.constants.NGHTTP2_CANCEL);
+      expect(await until(() => slotsInUse(own), 0)).toBe(0);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("does not hold up shutdown", async () => {
+    const own = await startTestServer(db.url, { REQUEST_TIMEOUT_MS: "60000" });
+    const paused = await pausedCall(own.baseUrl, "grpc", "GetTraces", page);
+    expect(await settled(() => slotsInUse(own))).toBeGreaterThan(0);
+    // Within the test server's SHUTDOWN_TIMEOUT_MS (2 s): the held call is closed with its connection.
+    await own.close();
+    const { complete } = await paused.outcome;
+    expect(complete).toBe(false);
+  });
+});
