@@ -9,6 +9,8 @@ import { ResponseBody } from "../src/rest/body.ts";
 import { createTestDatabase, type TestDatabase, testEngine } from "./support/database.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
 import { decodedBody, rawRequest, rawRequestHttp2 } from "./support/raw-http.ts";
+import { pauseStream, type PausedStream } from "./support/paused-stream.ts";
+import { settled, until } from "./support/polling.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
 // REST answers over REST_HOLD_MAX_BYTES sent as they are written (src/rest/body.ts): chunked, at the client's pace,
@@ -69,36 +71,7 @@ async function held(server: TestServer): Promise<{ slots: number; connections: n
   return { slots: sum("tonquery_admission_slots_in_use"), connections: sum("tonquery_db_connections_in_use") };
 }
 
-/** Polls `read` until it gives `expected` (or 5 s pass), and returns what it gave last. */
-async function until<T>(read: () => Promise<T>, expected: T): Promise<T> {
-  const deadline = Date.now() + 5000;
-  let value = await read();
-  while (JSON.stringify(value) !== JSON.stringify(expected) && Date.now() < deadline) {
-    await sleep(20);
-    value = await read();
-  }
-  return value;
-}
-
-/** Polls `read` until two readings 200 ms apart agree: the server has stopped moving. */
-async function settled(read: () => Promise<number>): Promise<number> {
-  let last = await read();
-  for (;;) {
-    await sleep(200);
-    const now = await read();
-    if (now === last) return now;
-    last = now;
-  }
-}
-
-interface Paused {
-  headers: http2.IncomingHttpHeaders;
-  /** Reads on to the end of the stream. */
-  resume(): Promise<Outcome>;
-  /** Resets the stream (the client goes away). */
-  cancel(): Promise<Outcome>;
-  outcome: Promise<Outcome>;
-}
+type Paused = PausedStream<Outcome>;
 
 interface Outcome {
   body: Buffer;
@@ -134,19 +107,7 @@ function pausedRequest(server: TestServer, path: string, headers: Record<string,
       if (received >= pauseAfter) return;
       received += chunk.length;
       if (received < pauseAfter) return;
-      stream.pause();
-      resolve({
-        headers: responseHeaders,
-        outcome,
-        resume: () => {
-          stream.resume();
-          return outcome;
-        },
-        cancel: () => {
-          stream.close(http2.constants.NGHTTP2_CANCEL);
-          return outcome;
-        },
-      });
+      resolve(pauseStream(stream, responseHeaders, outcome));
     });
     stream.once("close", () => reject(new Error("the stream closed before its first bytes")));
   });

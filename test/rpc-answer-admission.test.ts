@@ -1,12 +1,12 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import http2 from "node:http2";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTracesRequestSchema, GetTracesResponseSchema } from "../gen/tonquery/v1/service_pb.ts";
 import { testEngine, type TestDatabase } from "./support/database.ts";
 import { generatedIndex } from "./support/encoder-indexes.ts";
 import { scrapeMetrics } from "./support/metrics.ts";
 import { pausedCall, type PausedOutcome, rawProtocols, type RawProtocol } from "./support/raw-rpc.ts";
+import { settled, until } from "./support/polling.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
 // A unary RPC answer holds its memory (its serialised message, 14.6 MB for the bench's cold 1000-trace page) until
@@ -43,28 +43,6 @@ async function laneInUse(on: TestServer, lane: "shared" | "sending"): Promise<nu
 async function slotsInUse(on: TestServer): Promise<number> {
   const scrape = await scrapeMetrics(on.baseUrl);
   return scrape.samples("tonquery_admission_slots_in_use").reduce((total, sample) => total + Number(sample.value), 0);
-}
-
-/** Polls `read` until it gives `expected` (or 5 s pass), and returns what it gave last. */
-async function until<T>(read: () => Promise<T>, expected: T): Promise<T> {
-  const deadline = Date.now() + 5000;
-  let value = await read();
-  while (value !== expected && Date.now() < deadline) {
-    await sleep(20);
-    value = await read();
-  }
-  return value;
-}
-
-/** Polls `read` until two readings 200 ms apart agree: the server has stopped moving. */
-async function settled(read: () => Promise<number>): Promise<number> {
-  let last = await read();
-  for (;;) {
-    await sleep(200);
-    const now = await read();
-    if (now === last) return now;
-    last = now;
-  }
 }
 
 function expectWholePage(protocol: RawProtocol, outcome: PausedOutcome) {

@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { codeFromString } from "@connectrpc/connect/protocol-connect";
 import http2 from "node:http2";
 import net from "node:net";
+import { pauseStream, type PausedStream } from "./paused-stream.ts";
 
 // RPC calls made by hand, below any client library, to send what a client library never would (bytes that do not
 // parse, odd headers) and to read exactly what the server answered: the HTTP status, the RPC code and message.
@@ -150,15 +151,7 @@ export function rawHttp(baseUrl: string, text: string): Promise<string> {
 }
 
 /** A call `pausedCall` made, held by its client after the first bytes of the answer. */
-export interface PausedCall {
-  headers: http2.IncomingHttpHeaders;
-  /** Reads on to the end of the answer. */
-  resume(): Promise<PausedOutcome>;
-  /** Resets the stream (the client goes away). */
-  cancel(): Promise<PausedOutcome>;
-  /** How the stream ends, read or not. */
-  outcome: Promise<PausedOutcome>;
-}
+export type PausedCall = PausedStream<PausedOutcome>;
 
 export interface PausedOutcome {
   answer: RawAnswer;
@@ -202,21 +195,7 @@ export function pausedCall(baseUrl: string, protocol: RawProtocol, method: strin
     });
   });
   return new Promise((resolve, reject) => {
-    stream.once("data", () => {
-      stream.pause();
-      resolve({
-        headers: responseHeaders,
-        outcome,
-        resume: () => {
-          stream.resume();
-          return outcome;
-        },
-        cancel: () => {
-          stream.close(http2.constants.NGHTTP2_CANCEL);
-          return outcome;
-        },
-      });
-    });
+    stream.once("data", () => resolve(pauseStream(stream, responseHeaders, outcome)));
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
     stream.once("close", () => reject(new Error("the stream closed before the answer's first bytes")));
     stream.end(protocol === "connect" ? Buffer.from(message) : envelope(message));
