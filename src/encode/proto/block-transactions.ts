@@ -12,7 +12,7 @@ import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
 import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
 import { readMessageData } from "../../ton/message-data.ts";
 import { implicitInt32, implicitInt64, implicitString } from "./fields.ts";
-import { joinBytes, selfEncoded } from "./own-encoding.ts";
+import { selfEncoded } from "./own-encoding.ts";
 import { ProtoWriter } from "./writer.ts";
 
 // The binary protobuf of GetBlockTransactionsExtResponse for the RPC doors (gRPC, gRPC-web, Connect with protobuf),
@@ -100,14 +100,14 @@ const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactio
 
 /** The response for a binary RPC door, its bytes those of the typed message, written by one writer for the page. */
 export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
-  const fields = { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete };
-  const head = toBinary(GetBlockTransactionsExtResponseSchema, create(GetBlockTransactionsExtResponseSchema, fields));
+  const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
   const addresses: Addresses = new Map();
   const w = new ProtoWriter();
+  w.encoded(toBinary(GetBlockTransactionsExtResponseSchema, response));
   for (const row of loaded.page.rows) {
     w.fork(transactionsField);
     transaction(w, loaded, row, addresses);
     w.join();
   }
-  return selfEncoded(GetBlockTransactionsExtResponseSchema, joinBytes([head, w.finish()]), fields);
+  return selfEncoded(response, w.finish());
 }

@@ -15,13 +15,9 @@ const ownEncoding = Symbol.for("tonquery.ownEncoding");
 
 type SelfEncoded = { [ownEncoding]?: Uint8Array };
 
-/**
- * A message of `schema` whose binary is `bytes`: `fields` are the fields a reader of the object may look at (none
- * need be); the wire gets `bytes`, and nothing else of the object.
- */
-export function selfEncoded<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array, fields?: MessageInitShape<Desc>): MessageShape<Desc> {
-  const message = create(schema, fields) as MessageShape<Desc> & SelfEncoded;
-  message[ownEncoding] = bytes;
+/** `message`, its binary now `bytes`: the wire gets those, and nothing else of the object. */
+export function selfEncoded<M extends object>(message: M, bytes: Uint8Array): M {
+  (message as SelfEncoded)[ownEncoding] = bytes;
   return message;
 }
 
@@ -37,7 +33,7 @@ export function binaryOf<Desc extends DescMessage>(schema: Desc, message: Messag
 export function assertSelfEncodingSupported(method: DescMethodUnary): void {
   const marker = new Uint8Array([0x0a, 0x00]);
   const serialization = createMethodSerializationLookup(method, undefined, undefined, { writeMaxBytes: 0xffffffff, readMaxBytes: 0xffffffff });
-  if (serialization.getO(true).serialize(selfEncoded(method.output, marker)) !== marker) {
+  if (serialization.getO(true).serialize(selfEncoded(create(method.output), marker)) !== marker) {
     throw new Error("@connectrpc/connect is not patched (patches/@connectrpc+connect+2.2.0.patch): run npm ci");
   }
 }
@@ -52,13 +48,15 @@ export function selfEncodedWithItems<Desc extends DescMessage>(schema: Desc, fie
   const tag = new ProtoWriter();
   tag.tag(no, lengthDelimited);
   const tagBytes = tag.finish();
-  const parts: Uint8Array[] = [toBinary(schema, create(schema, fields))];
+  const message = create(schema, fields);
+  const parts: Uint8Array[] = [toBinary(schema, message)];
   for (const item of items) parts.push(tagBytes, item);
-  return selfEncoded(schema, joinBytes(parts), fields);
+  // Joined at their exact length: a page of megabytes through a writer that grows would be copied as it grew.
+  return selfEncoded(message, joinBytes(parts));
 }
 
 /** Concatenation of `parts` into one buffer of exactly their length. */
-export function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
+function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const part of parts) length += part.length;
   const out = new Uint8Array(length);

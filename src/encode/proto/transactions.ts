@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type GetAdjacentTransactionsResponse, GetAdjacentTransactionsResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
-import { joinBytes, selfEncoded } from "./own-encoding.ts";
+import { selfEncoded } from "./own-encoding.ts";
 import { writeTransaction } from "./transaction.ts";
 import { ProtoWriter } from "./writer.ts";
 
@@ -22,6 +22,7 @@ export function adjacentTransactionsBinary(loaded: LoadedTransactions): GetAdjac
     writeTransaction(w, loaded.set, row, loaded.bodies);
     w.join();
   }
-  const addressBook = toBinary(GetAdjacentTransactionsResponseSchema, create(GetAdjacentTransactionsResponseSchema, { addressBook: loaded.addressBook }));
-  return selfEncoded(GetAdjacentTransactionsResponseSchema, joinBytes([w.finish(), addressBook]), { addressBook: loaded.addressBook });
+  const response = create(GetAdjacentTransactionsResponseSchema, { addressBook: loaded.addressBook });
+  w.encoded(toBinary(GetAdjacentTransactionsResponseSchema, response));
+  return selfEncoded(response, w.finish());
 }

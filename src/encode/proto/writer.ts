@@ -198,6 +198,12 @@ export class ProtoWriter {
   raw(no: number, wire: number, bytes: Uint8Array): void {
     this.ensure(5 + bytes.length);
     this.#varint32(((no << 3) | wire) >>> 0);
+    this.encoded(bytes);
+  }
+
+  /** Fields already encoded, tags included (those toBinary wrote for a message's other fields), as they are. */
+  encoded(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
     this.buf.set(bytes, this.pos);
     this.pos += bytes.length;
   }
