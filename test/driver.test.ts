@@ -41,6 +41,46 @@ describe("postgres driver", () => {
     expect(other).toEqual({ small: 1 });
   });
 
+  // The patch cuts a row's ASCII values out of one latin1 string of the row (src/connection.js, DataRow): any other
+  // byte, wherever it sits in the row, must still read as the UTF-8 text PostgreSQL sent; so must long values and
+  // the values of rows too long to be copied whole, and arrays (whose parser gets the text after its brace).
+  it("reads every value as the UTF-8 text PostgreSQL sent, next to ASCII values cut from the row's text", async () => {
+    const accented = "déjà vu";
+    const emoji = "wallet 💎 ₮ 漢字";
+    const longAscii = "A".repeat(511) + "Z";
+    const longUnicode = "é".repeat(300);
+    const huge = `${"B".repeat(20_000)}ü`;
+    const statement = (sql: typeof database.admin) => sql`
+      select 'EQCD39VS5jcptHL8vMjEXrzGaRcCVYto7HUn4bpAOg8xqB2N'::text as address, ${accented}::text as accented,
+        12345678901234::int8 as lt, ${emoji}::varchar as emoji, ''::text as empty, null::text as nothing,
+        ${longAscii}::text as long_ascii, ${longUnicode}::text as long_unicode, 'pad'::char(5) as padded,
+        array[${accented}::text, 'plain', ${emoji}::text] as words, '{1,2,3}'::int4[] as numbers, ${sql.json({ name: emoji })}::jsonb as doc,
+        '\\x00ff'::bytea as raw, 42 as answer`;
+    const expectedRow = {
+      address: "EQCD39VS5jcptHL8vMjEXrzGaRcCVYto7HUn4bpAOg8xqB2N",
+      accented,
+      lt: "12345678901234",
+      emoji,
+      empty: "",
+      nothing: null,
+      long_ascii: longAscii,
+      long_unicode: longUnicode,
+      padded: "pad  ",
+      words: [accented, "plain", emoji],
+      numbers: [1, 2, 3],
+      doc: { name: emoji },
+      raw: Buffer.from([0, 255]),
+      answer: 42,
+    };
+    const [direct] = await statement(database.admin);
+    expect(direct).toEqual(expectedRow);
+    const [read] = await runQuery(AbortSignal.timeout(10_000), database.reader, "driver_test_text", (tx) => statement(tx));
+    expect(read).toEqual(expectedRow);
+    // A row over the size the patch copies whole: its values are decoded one by one.
+    const [long] = await database.admin`select ${huge}::text as huge, ${accented}::text as accented, 'ascii' as ascii`;
+    expect(long).toEqual({ huge, accented, ascii: "ascii" });
+  });
+
   it("answers the next statement on a connection whose last statement failed mid-result", async () => {
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
