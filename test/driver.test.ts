@@ -41,17 +41,19 @@ describe("postgres driver", () => {
     expect(other).toEqual({ small: 1 });
   });
 
-  // The patch cuts a row's ASCII values out of one latin1 string of the row (src/connection.js, DataRow): any other
-  // byte, wherever it sits in the row, must still read as the UTF-8 text PostgreSQL sent; so must long values and
-  // the values of rows too long to be copied whole, and arrays (whose parser gets the text after its brace).
-  it("reads every value as the UTF-8 text PostgreSQL sent, next to ASCII values cut from the row's text", async () => {
+  // The patch cuts a row's short ASCII values out of one latin1 string of the row (src/connection.js, DataRow): any
+  // other value, wherever it sits in the row, must still read as the UTF-8 text PostgreSQL sent; so must long values,
+  // short non-ASCII ones, the values of rows too long to be copied whole, and arrays (whose parser gets the text
+  // after its brace).
+  it("reads every value as the UTF-8 text PostgreSQL sent, next to short ASCII values cut from the row's text", async () => {
     const accented = "déjà vu";
+    const shortUnicode = "€1";
     const emoji = "wallet 💎 ₮ 漢字";
     const longAscii = "A".repeat(511) + "Z";
     const longUnicode = "é".repeat(300);
     const huge = `${"B".repeat(20_000)}ü`;
     const statement = (sql: typeof database.admin) => sql`
-      select 'EQCD39VS5jcptHL8vMjEXrzGaRcCVYto7HUn4bpAOg8xqB2N'::text as address, ${accented}::text as accented,
+      select 'EQCD39VS5jcptHL8vMjEXrzGaRcCVYto7HUn4bpAOg8xqB2N'::text as address, ${accented}::text as accented, ${shortUnicode}::text as short_unicode,
         12345678901234::int8 as lt, ${emoji}::varchar as emoji, ''::text as empty, null::text as nothing,
         ${longAscii}::text as long_ascii, ${longUnicode}::text as long_unicode, 'pad'::char(5) as padded,
         array[${accented}::text, 'plain', ${emoji}::text] as words, '{1,2,3}'::int4[] as numbers, ${sql.json({ name: emoji })}::jsonb as doc,
@@ -59,6 +61,7 @@ describe("postgres driver", () => {
     const expectedRow = {
       address: "EQCD39VS5jcptHL8vMjEXrzGaRcCVYto7HUn4bpAOg8xqB2N",
       accented,
+      short_unicode: shortUnicode,
       lt: "12345678901234",
       emoji,
       empty: "",

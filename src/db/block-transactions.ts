@@ -58,20 +58,11 @@ function transactionBocs(maxBytes: number): LRUCache<string, string> | undefined
   return recentBocs;
 }
 
-/**
- * A copy of a value read from the index that holds nothing else: the driver cuts a row's values out of one string of
- * the whole row (patches/postgres+3.4.9.patch, DataRow), and a value kept past its request would keep its row alive.
- */
-function detached(text: string): string {
-  // Flattening the concatenation copies the text; the slice then refers to that copy only.
-  return ` ${text}`.slice(1);
-}
-
 function transactionBoc(bocs: LRUCache<string, string> | undefined, row: TransactionRow, inMsg: MessageRow | undefined, outMsgs: readonly MessageRow[]): string {
   const known = bocs?.get(row.hash);
   if (known !== undefined) return known;
   const boc = rebuildTransactionBoc(row, inMsg, outMsgs) ?? "";
-  bocs?.set(detached(row.hash), boc);
+  bocs?.set(row.hash, boc);
   return boc;
 }
 
