@@ -17,7 +17,8 @@ export interface TraceTreeView<T> {
   now(tx: T): number | undefined;
   aborted(tx: T): boolean | undefined;
   inMsgHash(tx: T): string | undefined;
-  outMsgHashes(tx: T): Iterable<string>;
+  /** Notes each outbound message's hash as sent by transaction `index` (a generator of them per transaction cost more than the tree). */
+  addOutMsgHashes(tx: T, into: Map<string, number>, index: number): void;
 }
 
 export const transactionTreeView: TraceTreeView<Transaction> = {
@@ -26,8 +27,8 @@ export const transactionTreeView: TraceTreeView<Transaction> = {
   now: (tx) => tx.now,
   aborted: (tx) => tx.description?.aborted,
   inMsgHash: (tx) => tx.inMsg?.hash,
-  *outMsgHashes(tx) {
-    for (const out of tx.outMsgs) yield out.hash;
+  addOutMsgHashes(tx, into, index) {
+    for (const out of tx.outMsgs) into.set(out.hash, index);
   },
 };
 
@@ -39,8 +40,8 @@ export function transactionRowTreeView(set: TransactionRowSet): TraceTreeView<Tr
     now: (row) => row.now ?? undefined,
     aborted: (row) => row.aborted ?? undefined,
     inMsgHash: (row) => messagesOf(set, row).inMsg?.msg_hash,
-    *outMsgHashes(row) {
-      for (const out of messagesOf(set, row).outMsgs) yield out.msg_hash;
+    addOutMsgHashes(row, into, index) {
+      for (const out of messagesOf(set, row).outMsgs) into.set(out.msg_hash, index);
     },
   };
 }
@@ -71,7 +72,7 @@ export function assembleTraceTree<T>(transactions: readonly T[], view: TraceTree
       inTree.push(false);
     }
     parents.push(parent);
-    for (const out of view.outMsgHashes(tx)) senderOf.set(out, index);
+    view.addOutMsgHashes(tx, senderOf, index);
   });
 
   const position = new Map<number, number>();
