@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { AccountState, DecodedContent, ExtraCurrencies, Message, MessageBody, Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { TransactionSchema } from "../../gen/tonquery/v1/transaction_pb.ts";
 import type { BodyDecoding } from "../decoding/page-bodies.ts";
-import { mapInSlices } from "../runtime/event-loop.ts";
+import { mapInTurns } from "../runtime/event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
 import { optional } from "./rows.ts";
@@ -83,9 +83,6 @@ export async function selectAdjacentTransactionRows(
   );
   return completeTransactionRows(sql, signal, rows);
 }
-
-/** Transactions turned into objects in one turn of the event loop (see mapInSlices). */
-const transactionsPerSlice = 10;
 
 /**
  * Whose account states and messages to read: transactions named by hash, or every transaction of some traces.
@@ -176,7 +173,7 @@ export function scanTransactionRow(set: TransactionRowSet, row: TransactionRow, 
 
 /** Every transaction of the set as Transactions, in the rows' order. */
 export function scanTransactionRows(set: TransactionRowSet, bodies: BodyDecoding): Promise<Transaction[]> {
-  return mapInSlices(set.rows, transactionsPerSlice, (row) => scanTransactionRow(set, row, bodies));
+  return mapInTurns(set.rows, (row) => scanTransactionRow(set, row, bodies));
 }
 
 /** The addresses a page's address book must cover for these transactions (all the set's by default): accounts, senders, receivers. */

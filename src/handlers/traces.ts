@@ -19,7 +19,7 @@ import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts"
 import { masterchainBlockExists, selectTraceRows, selectTraceTransactionRows, type TraceFilter, type TraceRow, tracePosition } from "../db/traces.ts";
 import { scanTransactionRow, type TransactionRow, transactionRowAddresses, type TransactionRowSet } from "../db/transactions.ts";
 import { type HeldSlots, transactionsWeight } from "../service/admission.ts";
-import { forEachSlice } from "../runtime/event-loop.ts";
+import { forEachInTurns } from "../runtime/event-loop.ts";
 import type { ServiceDeps } from "../service/deps.ts";
 import { settings } from "../runtime/config.ts";
 import { parseAddress } from "../ton/address.ts";
@@ -35,9 +35,6 @@ export const traceTooLargeWarning = "trace is too large";
  * once, and, with a sink that writes as it goes (the REST door's), its encoded answer.
  */
 export const traceChunkSize = Number(settings.traceChunkSize.default);
-
-/** Traces built and handed to the sink in one turn of the event loop (see forEachSlice): a few milliseconds of work. */
-const tracesPerSlice = 1;
 
 /** What follows a page's traces. */
 export type TracePageEnd = Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">;
@@ -174,16 +171,16 @@ export async function streamTraces<T>(
     }
     const loaded = new Set(loadable);
     // Only one chunk is read ahead: the next one starts once this one has been taken, however long the sink waits.
-    await forEachSlice(chunkRows, tracesPerSlice, (slice) =>
-      sink.traces(
-        slice.map((row) => ({
+    await forEachInTurns(chunkRows, (row) =>
+      sink.traces([
+        {
           row,
           transactions: loaded.has(row.trace_id) ? (transactionsByTrace.get(row.trace_id) ?? []) : undefined,
           rowSet,
           actions: actions.get(row.trace_id) ?? [],
           bodies,
-        })),
-      ),
+        },
+      ]),
     );
     sink.chunkEnd?.();
   }
