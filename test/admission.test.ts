@@ -10,6 +10,17 @@ function deferred() {
   return { promise, resolve };
 }
 
+/** A clock that moves only when told: shedding decisions that do not depend on how busy the machine is. */
+function manualClock() {
+  let ms = 0;
+  return {
+    now: () => ms,
+    advance: (by: number) => {
+      ms += by;
+    },
+  };
+}
+
 describe("Admission", () => {
   it("runs at most `slots` requests at once, the others in arrival order", async () => {
     const admission = new Admission(2);
@@ -249,9 +260,12 @@ describe("Admission", () => {
   });
 
   it("refuses at once, with a Retry-After, a request whose turn would come after its deadline; lighter and patient ones wait", async () => {
-    // 4 slots: 1 reserved, 3 shared. Pages of 3 slots have been seen to hold them for a while.
-    const admission = new Admission(4);
-    for (let i = 0; i < 3; i++) await admission.run(never, 3, () => new Promise((r) => setTimeout(r, 30)), { kind: "page" });
+    // 4 slots: 1 reserved, 3 shared. Pages of 3 slots have been seen to hold them for 30 ms. The clock is the test's:
+    // on the real one, a stall of the machine longer than the 1 ms deadline below made the page "starved" (no page
+    // let in for longer than its deadline), so it queued behind an occupant that never ends, and CI hung here.
+    const clock = manualClock();
+    const admission = new Admission(4, undefined, clock.now);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, async () => clock.advance(30), { kind: "page" });
     const occupant = deferred();
     const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
     const queued = Array.from({ length: 3 }, () => admission.run(never, 3, async () => "queued page", { kind: "page" }));
@@ -280,15 +294,16 @@ describe("Admission", () => {
 
   it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
     // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
-    const admission = new Admission(4);
-    for (let i = 0; i < 3; i++) await admission.run(never, 3, () => new Promise((r) => setTimeout(r, 100)), { kind: "page" });
+    const clock = manualClock();
+    const admission = new Admission(4, undefined, clock.now);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, async () => clock.advance(100), { kind: "page" });
     const occupant = deferred();
     const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
     const queued = Array.from({ length: 3 }, () => admission.run(never, 3, async () => "queued page", { kind: "page" }));
     const refused = await admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 200 }).catch((err: unknown) => err);
     expect((refused as ConnectError).code).toBe(Code.Unavailable);
     // No page has been let in for longer than a deadline: the next one queues, so that pages are never shed for good.
-    await new Promise((r) => setTimeout(r, 300));
+    clock.advance(300);
     const letIn = admission.run(never, 3, async () => "let in", { kind: "page", timeoutMs: 200 });
     occupant.resolve();
     expect(await Promise.all([occupying, ...queued, letIn])).toEqual([undefined, "queued page", "queued page", "queued page", "let in"]);

@@ -45,7 +45,7 @@ export class Admission {
   readonly #holdMs = new Map<string, number>();
   /** Expected slot-milliseconds of the requests holding shared slots now (each counted at its expected hold). */
   #sharedWorkInUse = 0;
-  /** When requests of each kind and slot count were last granted slots (performance.now()). */
+  /** When requests of each kind and slot count were last granted slots (the clock's milliseconds). */
   readonly #lastGranted = new Map<string, number>();
   /**
    * Slots of answers that are made and being sent, which no longer hold the slots they were made in (see
@@ -56,8 +56,12 @@ export class Admission {
   /** Answers made and waiting for sending slots, in the order they were made; each holds its slots meanwhile. */
   readonly #waitingToSend: { count: number; grant: () => void }[] = [];
 
-  constructor(slots: number, recorder?: AdmissionRecorder) {
+  /** Milliseconds on a monotonic clock; a test passes its own, so that shedding never hangs on a stall of the machine. */
+  readonly #now: () => number;
+
+  constructor(slots: number, recorder?: AdmissionRecorder, now: () => number = () => performance.now()) {
     this.#recorder = recorder;
+    this.#now = now;
     this.#reserved = reservedSlots(slots);
     this.#shared = slots - this.#reserved;
     this.#freeShared = this.#shared;
@@ -72,7 +76,7 @@ export class Admission {
   async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>, request: AdmissionRequest = {}): Promise<T> {
     const kind = request.kind ?? "";
     const ticket = this.#nextTicket++;
-    const deadline = request.timeoutMs === undefined ? undefined : performance.now() + request.timeoutMs;
+    const deadline = request.timeoutMs === undefined ? undefined : this.#now() + request.timeoutMs;
     let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
     let keptUntil: Promise<unknown> | undefined;
     const slots: HeldSlots = {
@@ -91,7 +95,7 @@ export class Admission {
         // Holding some slots while waiting for more could deadlock two growing requests: give all back and queue
         // again for the whole weight, at this request's place in line, never shed (it was admitted).
         this.#release(held, false);
-        held = { lane: "shared", count: 0, kind, since: performance.now(), expectedWork: 0 };
+        held = { lane: "shared", count: 0, kind, since: this.#now(), expectedWork: 0 };
         held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined });
       },
       keepUntil: (released) => {
@@ -190,9 +194,9 @@ export class Admission {
     }
     if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, count, want.timeoutMs ?? 0)) {
       const waitMs = this.#expectedWaitMs(ahead, count);
-      if (performance.now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
+      if (this.#now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
     }
-    const queuedAt = performance.now();
+    const queuedAt = this.#now();
     return new Promise((resolve, reject) => {
       const entry: Waiter = {
         ticket: want.ticket,
@@ -200,14 +204,14 @@ export class Admission {
         kind,
         grant: (lane) => {
           signal.removeEventListener("abort", cancel);
-          this.#recorder?.admissionWaited((performance.now() - queuedAt) / 1000);
+          this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
           resolve(this.#held(lane, want));
         },
       };
       const cancel = () => {
         const index = this.#waiting.indexOf(entry);
         if (index >= 0) this.#waiting.splice(index, 1);
-        this.#recorder?.admissionWaited((performance.now() - queuedAt) / 1000);
+        this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
         reject(abortError(signal));
         // The head may have been the one holding the others back.
         this.#grantWaiting();
@@ -227,7 +231,7 @@ export class Admission {
    */
   #starving(kind: string, count: number, timeoutMs: number): boolean {
     const lastGranted = this.#lastGranted.get(holdKey(kind, count));
-    return lastGranted !== undefined && performance.now() - lastGranted > timeoutMs;
+    return lastGranted !== undefined && this.#now() - lastGranted > timeoutMs;
   }
 
   /**
@@ -245,10 +249,10 @@ export class Admission {
   }
 
   #held(lane: Held["lane"], want: Want): Held {
-    this.#lastGranted.set(holdKey(want.kind, want.count), performance.now());
+    this.#lastGranted.set(holdKey(want.kind, want.count), this.#now());
     const expectedWork = want.count * this.#expectedHoldMs(want.kind, want.count);
     if (lane === "shared") this.#sharedWorkInUse += expectedWork;
-    return { lane, count: want.count, kind: want.kind, since: performance.now(), expectedWork };
+    return { lane, count: want.count, kind: want.kind, since: this.#now(), expectedWork };
   }
 
   /** Gives `held` back; `finished`: the request's work is over, and its hold teaches the moving average. */
@@ -260,7 +264,7 @@ export class Admission {
     }
     if (finished && held.count > 0) {
       const key = holdKey(held.kind, held.count);
-      const ms = performance.now() - held.since;
+      const ms = this.#now() - held.since;
       const average = this.#holdMs.get(key);
       this.#holdMs.set(key, average === undefined ? ms : average + holdSmoothing * (ms - average));
     }
@@ -316,7 +320,7 @@ interface Want {
   ticket: number;
   kind: string;
   count: number;
-  /** performance.now() by which the request must be done; undefined: never shed. */
+  /** When, on the admission's clock, the request must be done; undefined: never shed. */
   deadline: number | undefined;
   /** Its whole deadline, from its arrival. */
   timeoutMs: number | undefined;
@@ -326,7 +330,7 @@ interface Held {
   lane: "reserved" | "shared";
   count: number;
   kind: string;
-  /** performance.now() when granted. */
+  /** When granted, on the admission's clock. */
   since: number;
   /** Its slot-milliseconds as expected when granted (see #sharedWorkInUse). */
   expectedWork: number;
