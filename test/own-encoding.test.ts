@@ -1,6 +1,6 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
-import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
+import { createMethodSerializationLookup, encodeEnvelope } from "@connectrpc/connect/protocol";
 import { describe, expect, it } from "vitest";
 import { GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { TraceSchema } from "../gen/tonquery/v1/trace_pb.ts";
@@ -32,5 +32,15 @@ describe("a self-encoded response", () => {
     const sent = serialization.getO(true).serialize(message);
     expect(sent).toBe(binaryOf(GetTracesResponseSchema, message));
     expect(serialization.getO(true).parse(sent).traces).toEqual([traces[0]]);
+  });
+
+  it("is framed for gRPC in place: connect writes its envelope into the room left before the bytes, not into a copy", () => {
+    const message = selfEncodedWithItems(GetTracesResponseSchema, { nextPageToken: "next" }, GetTracesResponseSchema.field.traces.number, traces.map((t) => delimited(toBinary(TraceSchema, t))));
+    const own = binaryOf(GetTracesResponseSchema, message);
+    const copy = Uint8Array.from(own);
+    const framed = encodeEnvelope(0, own);
+    expect(framed.buffer).toBe(own.buffer);
+    expect(Buffer.from(framed).equals(Buffer.from(encodeEnvelope(0, copy)))).toBe(true);
+    expect(Buffer.from(framed.subarray(5)).equals(Buffer.from(copy))).toBe(true);
   });
 });

@@ -12,7 +12,7 @@ import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
 import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
 import { readMessageData } from "../../ton/message-data.ts";
 import { implicitInt32, implicitInt64, implicitString } from "./fields.ts";
-import { selfEncoded } from "./own-encoding.ts";
+import { ownBytes, selfEncoded } from "./own-encoding.ts";
 import { ProtoWriter } from "./writer.ts";
 
 // The binary protobuf of GetBlockTransactionsExtResponse for the RPC doors (gRPC, gRPC-web, Connect with protobuf),
@@ -109,5 +109,5 @@ export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): Get
     transaction(w, loaded, row, addresses);
     w.join();
   }
-  return selfEncoded(response, w.finish());
+  return selfEncoded(response, ownBytes(w));
 }

@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type GetAdjacentTransactionsResponse, GetAdjacentTransactionsResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
-import { selfEncoded } from "./own-encoding.ts";
+import { ownBytes, selfEncoded } from "./own-encoding.ts";
 import { writeTransaction } from "./transaction.ts";
 import { ProtoWriter } from "./writer.ts";
 
@@ -24,5 +24,5 @@ export function adjacentTransactionsBinary(loaded: LoadedTransactions): GetAdjac
   }
   const response = create(GetAdjacentTransactionsResponseSchema, { addressBook: loaded.addressBook });
   w.encoded(toBinary(GetAdjacentTransactionsResponseSchema, response));
-  return selfEncoded(response, w.finish());
+  return selfEncoded(response, ownBytes(w));
 }
