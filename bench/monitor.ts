@@ -2,7 +2,7 @@
 // (VmRSS sampled every 50 ms, VmHWM the kernel's own peak) and CPU time (utime + stime, of the server, of every
 // postgres process, and of the bench process itself).
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
@@ -110,9 +110,10 @@ export function cpuMeter(server: ServerProcess | undefined) {
 
 /**
  * How `npm start` (package.json) runs the service, so that a bench measures it as it is run: the environment it
- * sets before `node` (VAR=value words) and its Node flags.
+ * sets before `node` (VAR=value words), its Node flags, and the build it runs (`npm run build`, as `prestart` does),
+ * whose bench/server-process.js `entry` is the server under test.
  */
-export function serviceLaunch(): { env: Record<string, string>; nodeFlags: string[] } {
+export function serviceLaunch(): { env: Record<string, string>; nodeFlags: string[]; entry: string } {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
   const words = manifest.scripts.start.split(/\s+/);
   const env: Record<string, string> = {};
@@ -121,13 +122,22 @@ export function serviceLaunch(): { env: Record<string, string>; nodeFlags: strin
     words.shift();
   }
   if (words[0] !== "node") throw new Error(`package.json "start" does not run node: ${manifest.scripts.start}`);
-  return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")) };
+  buildOnce();
+  return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")), entry: new URL("../dist/bench/server-process.js", import.meta.url).pathname };
+}
+
+let built = false;
+/** Builds the service once per bench (servers started together share the build). */
+function buildOnce(): void {
+  if (built) return;
+  const build = spawnSync("npm", ["run", "--silent", "build"], { cwd: new URL("..", import.meta.url).pathname, stdio: "inherit" });
+  if (build.status !== 0) throw new Error("npm run build failed");
+  built = true;
 }
 
 export async function startServer(databaseUrl: string, env: Record<string, string>, nodeArgs: string[]): Promise<ServerProcess> {
-  const entry = new URL("./server-process.ts", import.meta.url).pathname;
   const launch = serviceLaunch();
-  const child: ChildProcess = spawn(process.execPath, [...launch.nodeFlags, ...nodeArgs, entry], {
+  const child: ChildProcess = spawn(process.execPath, [...launch.nodeFlags, ...nodeArgs, launch.entry], {
     env: { ...process.env, ...launch.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
     stdio: ["pipe", "pipe", "pipe"],
   });

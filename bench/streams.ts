@@ -4,8 +4,9 @@
 //
 //   npm run bench:streams -- [--streams 1000] [--seconds 30] [--blocks-per-second 5] [--database-url URL]
 //
-// The server runs in a process of its own (bench/server-process.ts); the writer (test/support/live-appender.ts,
-// until issue 22's --follow writer lands) and the clients run here, so commit and receive times share one clock.
+// The server runs in a process of its own (bench/server-process.ts, built as npm start runs it); the writer
+// (test/support/live-appender.ts, until issue 22's --follow writer lands) and the clients run here, so commit and
+// receive times share one clock.
 // Streams are split between the doors: a third StreamTraces over gRPC (one HTTP/2 connection), a third SSE, a third
 // WebSocket (one HTTP/1.1 connection each). Each follows two of 60 accounts, so a block has events for some streams.
 
@@ -61,7 +62,7 @@ const writer = startLiveAppender(url.toString(), {
 await writer.append(2);
 
 const launch = serviceLaunch();
-const child = spawn(process.execPath, [...launch.nodeFlags, "bench/server-process.ts"], {
+const child = spawn(process.execPath, [...launch.nodeFlags, launch.entry], {
   env: {
     ...process.env,
     ...launch.env,

@@ -56,7 +56,9 @@ interface Demo {
 function startDemo(): Promise<Demo> {
   const child = spawn("npm", ["start"], {
     cwd: projectRoot,
-    env: { ...commandEnv(), HOST: "127.0.0.1", PORT: "0" },
+    // Without prestart's build: the suite has built dist/ (test/support/build.ts), and a second build would rewrite
+    // it under the servers other files run from it.
+    env: { ...commandEnv(), HOST: "127.0.0.1", PORT: "0", npm_config_ignore_scripts: "true" },
     detached: true,
   });
   let out = "";

@@ -9,7 +9,9 @@ import postgres from "postgres";
 import { startDemoDatabase } from "../src/embedded/pglite.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
-// What a newcomer does: `npm start`, then paste the commands it prints.
+// What a newcomer does: `npm start`, then paste the commands it prints. `npm start` builds the service into dist/
+// and runs that; this file runs the build the suite made (test/support/build.ts), and so also finds out that the
+// build reads the project's files (the schema, the demo's recordings, the TL-B schema) from where they are.
 
 const projectRoot = new URL("..", import.meta.url).pathname;
 const run = promisify(execFile);
@@ -22,7 +24,7 @@ interface Started {
 }
 
 function start(env: Record<string, string>, args: string[] = []): Started {
-  const child = spawn(process.execPath, ["src/main.ts", ...args], {
+  const child = spawn(process.execPath, ["dist/src/main.js", ...args], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", HOST: "127.0.0.1", PORT: "0", ...env },
   });

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { projectFile } from "../runtime/project-files.ts";
 
 // The TL-B schema as the decoder (tlb-decoder.ts) reads it, and its stored form.
 //
@@ -74,7 +75,7 @@ export interface StoredSchema {
   readonly files: { readonly [file: string]: readonly StoredConstructor[] };
 }
 
-export const compiledSchemaUrl = new URL("./schema/compiled.json", import.meta.url);
+export const compiledSchemaUrl = projectFile("src/decoding/schema/compiled.json");
 
 export function storedConstructor(constructor: Constructor): StoredConstructor {
   const { name, typeName, tagBits, tag, params, args, fields } = constructor;

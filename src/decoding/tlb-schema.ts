@@ -29,6 +29,7 @@ import {
   storedConstructor,
   type TypeExpr,
 } from "./compiled-schema.ts";
+import { projectFile } from "../runtime/project-files.ts";
 
 // The TL-B schema compiler: from the text of schema/*.tlb to the plain data that the decoder in tlb-decoder.ts
 // interprets (compiled-schema.ts). It runs at build time (`npm run generate:tlb` writes schema/compiled.json) and in
@@ -65,7 +66,7 @@ export function compileTlb(source: string, origin: string): Constructor[] {
   return constructors;
 }
 
-const schemaDirectory = new URL("./schema/", import.meta.url);
+const schemaDirectory = projectFile("src/decoding/schema/");
 
 /** Every schema/*.tlb file compiled on its own, as schema/compiled.json stores them. */
 export function compileSchemaFiles(): StoredSchema {

@@ -8,9 +8,10 @@ import type {
   RecordedTracesResponse,
   RecordedTransactionsResponse,
 } from "../recordings/recorded.ts";
+import { projectFile } from "../runtime/project-files.ts";
 
 /** The project's copies of real toncenter responses (provenance in fixtures/toncenter/SOURCES.md). */
-export const recordingsDir = new URL("../../fixtures/toncenter/", import.meta.url);
+export const recordingsDir = projectFile("fixtures/toncenter/");
 
 export async function readRecording<T>(name: string): Promise<T> {
   return JSON.parse(await readFile(new URL(name, recordingsDir), "utf8")) as T;

@@ -4,8 +4,9 @@ import { loadDemoDataset } from "../demo/dataset.ts";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { readFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
+import { projectFile } from "../runtime/project-files.ts";
 
-export const schemaFile = new URL("../db/schema.sql", import.meta.url);
+export const schemaFile = projectFile("src/db/schema.sql");
 
 export async function readSchema(): Promise<string> {
   return readFile(schemaFile, "utf8");

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
+import { projectRoot } from "../runtime/project-files.ts";
 
 // The trace explorer's browser code (explorer/src/, TypeScript) bundled by esbuild into one script and one
 // stylesheet, in memory.
@@ -15,7 +15,6 @@ import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
 // process (native code) and on the thread pool (compression), while the event loop keeps serving. `npm run build:explorer` runs the same
 // build and writes the files out (explorer/dist/), to look at them or serve them from elsewhere.
 
-const projectRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 export interface ExplorerFile {
   /** The file's name under /explorer/assets/. */

@@ -5,6 +5,7 @@ import { chooseCoding, type CompressionSettings } from "../rest/compression.ts";
 import { sendJson } from "../rest/router.ts";
 import type { HttpHandler, HttpResponse } from "../server/single-port.ts";
 import { explorerBundle, type ExplorerBundle } from "./bundle.ts";
+import { projectFile } from "../runtime/project-files.ts";
 
 // GET /explorer: the trace explorer, a page that finds and draws traces, served like /docs: every file from this
 // server under a fixed path (no part of a request's path is joined to a file path), and a Content-Security-Policy
@@ -50,7 +51,7 @@ const versioned = { "cache-control": "public, max-age=604800" };
 // The page names the current build's URLs, so it is revalidated on every visit.
 const pageHeaders = { "cache-control": "no-cache", "content-security-policy": contentSecurityPolicy };
 
-const faviconFile = new URL("../../explorer/favicon.svg", import.meta.url);
+const faviconFile = projectFile("explorer/favicon.svg");
 let favicon: Promise<Buffer> | undefined;
 
 type Served = { type: string; bytes: Buffer; headers: Record<string, string>; coded?: { br: Buffer; gzip: Buffer } };

@@ -1,6 +1,6 @@
 // The commands printed at start-up; the README shows the same ones.
 
-import { fileURLToPath } from "node:url";
+import { projectRoot } from "../runtime/project-files.ts";
 
 const rpc = "tonquery.v1.TonQueryService";
 
@@ -8,7 +8,6 @@ const rpc = "tonquery.v1.TonQueryService";
  * This project's buf, runnable from any directory: the server answers reflection, so buf needs no schema, only a
  * binary (plain `npx buf` outside the project would look for an npm package called buf instead).
  */
-const projectRoot = fileURLToPath(new URL("../..", import.meta.url)).replace(/\/$/, "");
 const buf = `npx --prefix ${/^[\w./-]+$/.test(projectRoot) ? projectRoot : `'${projectRoot.replaceAll("'", `'\\''`)}'`} buf`;
 const grpc = `${buf} curl --protocol grpc --http2-prior-knowledge`;
 const grpcWeb = `${buf} curl --protocol grpcweb`;
