@@ -90,7 +90,7 @@ if (values.child === undefined) {
     });
     const request = create(GetTracesRequestSchema, { account: values.account, limit: Number(values.limit), pageToken });
     pageToken = await streamTraces({ db, config }, request, context, {
-      traces: (chunk) => void loaded.push(...chunk),
+      trace: (trace) => void loaded.push(trace),
       end: (end) => end.nextPageToken,
     });
     if (pageToken === "") break;

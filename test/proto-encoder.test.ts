@@ -32,20 +32,18 @@ class ComparingSink implements TraceSink<{ ours: GetTracesResponse; reference: B
   readonly #ours = new TracesProtoSink();
   readonly #reference: Uint8Array[] = [];
 
-  traces(chunk: readonly LoadedTrace[]): void {
-    for (const loaded of chunk) {
-      const ours = encodeTrace(loaded);
-      const trace = traceOf(loaded);
-      const reference = toBinary(TraceSchema, trace);
-      if (!Buffer.from(ours).equals(reference)) {
-        // The message first, for a readable difference where they read back differently; the bytes then.
-        expect(fromBinary(TraceSchema, ours), loaded.row.trace_id).toEqual(trace);
-        expect(Buffer.from(ours).toString("hex"), loaded.row.trace_id).toBe(Buffer.from(reference).toString("hex"));
-      }
-      // As a `traces` field: its tag and length, then the message.
-      this.#reference.push(new BinaryWriter().tag(tracesField, WireType.LengthDelimited).bytes(reference).finish());
+  trace(loaded: LoadedTrace): void {
+    const ours = encodeTrace(loaded);
+    const trace = traceOf(loaded);
+    const reference = toBinary(TraceSchema, trace);
+    if (!Buffer.from(ours).equals(reference)) {
+      // The message first, for a readable difference where they read back differently; the bytes then.
+      expect(fromBinary(TraceSchema, ours), loaded.row.trace_id).toEqual(trace);
+      expect(Buffer.from(ours).toString("hex"), loaded.row.trace_id).toBe(Buffer.from(reference).toString("hex"));
     }
-    this.#ours.traces(chunk);
+    // As a `traces` field: its tag and length, then the message.
+    this.#reference.push(new BinaryWriter().tag(tracesField, WireType.LengthDelimited).bytes(reference).finish());
+    this.#ours.trace(loaded);
   }
 
   /** The page's other fields, then its traces, as the unknown fields that carry them are written. */

@@ -32,16 +32,14 @@ class ComparingSink implements TraceSink<{ ours: Buffer; reference: Buffer; trac
     this.#includeActions = request.includeActions;
   }
 
-  traces(chunk: readonly LoadedTrace[]): void {
-    for (const loaded of chunk) {
-      writeTrace(this.#pieces, loaded, this.#includeActions);
-      const ours = this.#pieces.take().toString();
-      const reference = jsonBytes(presentTrace(traceOf(loaded), this.#includeActions)).toString();
-      expect(ours, loaded.row.trace_id).toBe(reference);
-      this.#traces++;
-    }
-    this.#encoder.traces(chunk);
-    this.#reference.traces(chunk);
+  trace(loaded: LoadedTrace): void {
+    writeTrace(this.#pieces, loaded, this.#includeActions);
+    const ours = this.#pieces.take().toString();
+    const reference = jsonBytes(presentTrace(traceOf(loaded), this.#includeActions)).toString();
+    expect(ours, loaded.row.trace_id).toBe(reference);
+    this.#traces++;
+    this.#encoder.trace(loaded);
+    this.#reference.trace(loaded);
   }
 
   end(end: TracePageEnd) {

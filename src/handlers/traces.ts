@@ -52,13 +52,13 @@ export interface LoadedTrace {
   bodies: BodyDecoding;
 }
 
-/** Where a page of traces goes as it is loaded: chunk after chunk in page order, then the page's address book. */
+/** Where a page of traces goes as it is loaded: trace after trace in page order, then the page's address book. */
 export interface TraceSink<T> {
   /**
-   * Takes the next traces. A promise says the sink's receiver is full (the REST door's client reads slower than the
-   * page is read): the next traces are handed over once it settles, and a rejection ends the page.
+   * Takes the next trace. A promise says the sink's receiver is full (the REST door's client reads slower than the
+   * page is read): the next trace is handed over once it settles, and a rejection ends the page.
    */
-  traces(chunk: readonly LoadedTrace[]): void | Promise<void>;
+  trace(loaded: LoadedTrace): void | Promise<void>;
   /** The last trace of a chunk read together has been handed over: what the sink holds of it may leave now. */
   chunkEnd?(): void;
   end(end: TracePageEnd): T;
@@ -72,26 +72,25 @@ export function traceOf(loaded: LoadedTrace): Trace {
 }
 
 /** A sink of the typed API's Traces (the RPC doors' writers), fed with each loaded trace turned into one. */
-export function typedTraceSink<T>(inner: { traces(chunk: readonly Trace[]): void; end(end: TracePageEnd): T }): TraceSink<T> {
-  return { traces: (chunk) => inner.traces(chunk.map(traceOf)), end: (end) => inner.end(end) };
+export function typedTraceSink<T>(inner: { trace(trace: Trace): void; end(end: TracePageEnd): T }): TraceSink<T> {
+  return { trace: (loaded) => inner.trace(traceOf(loaded)), end: (end) => inner.end(end) };
 }
 
 export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context: HandlerContext, slots?: HeldSlots): Promise<GetTracesResponse> {
   const traces: Trace[] = [];
   const sink = typedTraceSink({
-    traces: (chunk) => {
-      for (const trace of chunk) traces.push(trace);
-    },
+    trace: (trace) => void traces.push(trace),
     end: (end) => create(GetTracesResponseSchema, { traces, ...end }),
   });
   return streamTraces(deps, request, context, sink, slots);
 }
 
 /**
- * The page of traces the request asks for, handed to `sink` a chunk at a time (at most TRACE_CHUNK_SIZE traces and
- * `chunkTransactions` transactions, see chunksOf): each chunk costs the same few statements (transactions, then states and messages, with actions alongside), the
- * next chunk is read while the sink consumes the current one, and a chunk's rows are dropped once it is built,
- * so a 1000-trace page never holds all its rows at once. A sink that answers with a promise (backpressure) is
+ * The page of traces the request asks for, handed to `sink` trace by trace, read a chunk at a time (at most
+ * TRACE_CHUNK_SIZE traces and `chunkTransactions` transactions, see chunksOf): each chunk costs the same few
+ * statements (transactions, then states and messages, with actions alongside), the next chunk is read while the sink
+ * takes the traces of the current one, and a chunk's rows are dropped once it is built, so a 1000-trace page never
+ * holds all its rows at once. A sink that answers with a promise (backpressure) is
  * waited for: the read-ahead stays one chunk, so the page is read no faster than the sink's receiver takes it.
  * Once the page's trace rows tell how many transactions it holds, the request's admission (`slots`) is resized
  * to them.
@@ -172,15 +171,13 @@ export async function streamTraces<T>(
     const loaded = new Set(loadable);
     // Only one chunk is read ahead: the next one starts once this one has been taken, however long the sink waits.
     await forEachInTurns(chunkRows, (row) =>
-      sink.traces([
-        {
-          row,
-          transactions: loaded.has(row.trace_id) ? (transactionsByTrace.get(row.trace_id) ?? []) : undefined,
-          rowSet,
-          actions: actions.get(row.trace_id) ?? [],
-          bodies,
-        },
-      ]),
+      sink.trace({
+        row,
+        transactions: loaded.has(row.trace_id) ? (transactionsByTrace.get(row.trace_id) ?? []) : undefined,
+        rowSet,
+        actions: actions.get(row.trace_id) ?? [],
+        bodies,
+      }),
     );
     sink.chunkEnd?.();
   }

@@ -100,16 +100,15 @@ export class TracePageFinality<T> implements TraceSink<T> {
         : undefined;
   }
 
-  traces(chunk: readonly LoadedTrace[]): void | Promise<void> {
-    for (const { row, transactions } of chunk) {
-      this.#traces++;
-      const settled =
-        transactions !== undefined && row.state === "complete" && BigInt(row.pending_edges_ || "0") === 0n && row.classification_state === "ok";
-      if (!settled) this.#final = false;
-      if (this.#wanted?.kind === "trace") this.#found.add(row.trace_id);
-      else if (this.#wanted?.kind === "transaction") for (const tx of transactions ?? []) this.#found.add(tx.hash);
-    }
-    return this.#inner.traces(chunk);
+  trace(loaded: LoadedTrace): void | Promise<void> {
+    const { row, transactions } = loaded;
+    this.#traces++;
+    const settled =
+      transactions !== undefined && row.state === "complete" && BigInt(row.pending_edges_ || "0") === 0n && row.classification_state === "ok";
+    if (!settled) this.#final = false;
+    if (this.#wanted?.kind === "trace") this.#found.add(row.trace_id);
+    else if (this.#wanted?.kind === "transaction") for (const tx of transactions ?? []) this.#found.add(tx.hash);
+    return this.#inner.trace(loaded);
   }
 
   chunkEnd(): void {

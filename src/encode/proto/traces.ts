@@ -145,8 +145,8 @@ export class TracesProtoSink implements TraceSink<GetTracesResponse> {
   /** Each trace's bytes, its length in front: a `traces` occurrence but for its tag. */
   #encoded: Uint8Array[] = [];
 
-  traces(chunk: readonly LoadedTrace[]): void {
-    for (const loaded of chunk) this.#encoded.push(delimitedTrace(loaded));
+  trace(loaded: LoadedTrace): void {
+    this.#encoded.push(delimitedTrace(loaded));
   }
 
   end(end: TracePageEnd): GetTracesResponse {

@@ -128,16 +128,12 @@ export class TracesJsonEncoder implements TraceSink<Buffer[]> {
     this.#sink = out ?? { write: collect, end: collect };
   }
 
-  traces(chunk: readonly LoadedTrace[]): void | Promise<void> {
-    let wait: void | Promise<void> = undefined;
-    for (const loaded of chunk) {
-      // One piece per trace, its separator included: a large trace then goes out without being copied again.
-      this.#out.text(this.#first ? pageHead : ",");
-      writeTrace(this.#out, loaded, this.#includeActions);
-      wait = this.#sink.write(this.#out.take()) ?? wait;
-      this.#first = false;
-    }
-    return wait;
+  trace(loaded: LoadedTrace): void | Promise<void> {
+    // One piece per trace, its separator included: a large trace then goes out without being copied again.
+    this.#out.text(this.#first ? pageHead : ",");
+    writeTrace(this.#out, loaded, this.#includeActions);
+    this.#first = false;
+    return this.#sink.write(this.#out.take());
   }
 
   chunkEnd(): void {

@@ -105,14 +105,12 @@ export class TracesJsonWriter {
     this.#includeActions = request.includeActions;
   }
 
-  traces(chunk: readonly Trace[]): void {
+  trace(trace: Trace): void {
     // One piece per trace: a joined string would turn two-byte for the whole chunk as soon as one trace holds a
     // non-ASCII comment, and encoding that to UTF-8 took three times as long.
-    for (const trace of chunk) {
-      if (!this.#first) this.#pieces.push(comma);
-      this.#pieces.push(jsonBytes(presentTrace(trace, this.#includeActions)));
-      this.#first = false;
-    }
+    if (!this.#first) this.#pieces.push(comma);
+    this.#pieces.push(jsonBytes(presentTrace(trace, this.#includeActions)));
+    this.#first = false;
   }
 
   end(end: Pick<GetTracesResponse, "addressBook" | "metadata" | "nextPageToken">): Buffer[] {
