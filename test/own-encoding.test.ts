@@ -4,7 +4,7 @@ import { createMethodSerializationLookup, encodeEnvelope } from "@connectrpc/con
 import { describe, expect, it } from "vitest";
 import { GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { TraceSchema } from "../gen/tonquery/v1/trace_pb.ts";
-import { assertSelfEncodingSupported, binaryOf, selfEncodedWithItems } from "../src/encode/proto/own-encoding.ts";
+import { assertSelfEncodingSupported, binaryOf, PageBytes, selfEncodedWithItems } from "../src/encode/proto/own-encoding.ts";
 
 // The binary doors' pages reach connect as messages carrying their own bytes (src/encode/proto/own-encoding.ts), which
 // connect, patched (patches/@connectrpc+connect+2.2.0.patch), sends without encoding them again.
@@ -42,5 +42,16 @@ describe("a self-encoded response", () => {
     expect(framed.buffer).toBe(own.buffer);
     expect(Buffer.from(framed).equals(Buffer.from(encodeEnvelope(0, copy)))).toBe(true);
     expect(Buffer.from(framed.subarray(5)).equals(Buffer.from(copy))).toBe(true);
+  });
+
+  it("is built in one buffer that grows in place past its first size, and framed there", () => {
+    const parts = Array.from({ length: 300 }, (_, i) => new Uint8Array(1000 + i).fill(i & 0xff));
+    const page = new PageBytes();
+    for (const part of parts) page.append(part);
+    const bytes = page.finish();
+    expect(Buffer.from(bytes).equals(Buffer.concat(parts))).toBe(true);
+    const framed = encodeEnvelope(0, bytes);
+    expect(framed.buffer).toBe(bytes.buffer);
+    expect(Buffer.from(framed).equals(Buffer.from(encodeEnvelope(0, Buffer.concat(parts))))).toBe(true);
   });
 });

@@ -1,10 +1,9 @@
 import { create, equals, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type GetTracesResponse, GetTracesRequestSchema, GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
-import { TraceSchema } from "../gen/tonquery/v1/trace_pb.ts";
+import { type Trace, TraceSchema } from "../gen/tonquery/v1/trace_pb.ts";
 import { encodeTrace, TracesProtoSink } from "../src/encode/proto/traces.ts";
 import { type LoadedTrace, streamTraces, type TracePageEnd, type TraceSink, traceOf } from "../src/handlers/traces.ts";
 import { JsonText } from "../src/present/json-text.ts";
@@ -26,11 +25,11 @@ import { binaryOf } from "../src/encode/proto/own-encoding.ts";
 
 /**
  * Checks each trace of a page as it comes (the encoder's bytes against toBinary of traceOf), and collects the page
- * both ways: TracesProtoSink's answer, and the bytes connect is to write for it, made of the reference's.
+ * both ways: TracesProtoSink's answer, and toBinary of the typed page.
  */
 class ComparingSink implements TraceSink<{ ours: GetTracesResponse; reference: Buffer; traces: number }> {
   readonly #ours = new TracesProtoSink();
-  readonly #reference: Uint8Array[] = [];
+  readonly #traces: Trace[] = [];
 
   trace(loaded: LoadedTrace): void {
     const ours = encodeTrace(loaded);
@@ -41,26 +40,22 @@ class ComparingSink implements TraceSink<{ ours: GetTracesResponse; reference: B
       expect(fromBinary(TraceSchema, ours), loaded.row.trace_id).toEqual(trace);
       expect(Buffer.from(ours).toString("hex"), loaded.row.trace_id).toBe(Buffer.from(reference).toString("hex"));
     }
-    // As a `traces` field: its tag and length, then the message.
-    this.#reference.push(new BinaryWriter().tag(tracesField, WireType.LengthDelimited).bytes(reference).finish());
+    this.#traces.push(trace);
     this.#ours.trace(loaded);
   }
 
-  /** The page's other fields, then its traces, as the unknown fields that carry them are written. */
   end(end: TracePageEnd) {
-    const reference = Buffer.concat([toBinary(GetTracesResponseSchema, create(GetTracesResponseSchema, end)), ...this.#reference]);
-    return { ours: this.#ours.end(end), reference, traces: this.#reference.length };
+    const reference = Buffer.from(toBinary(GetTracesResponseSchema, create(GetTracesResponseSchema, { ...end, traces: this.#traces })));
+    return { ours: this.#ours.end(end), reference, traces: this.#traces.length };
   }
 }
-
-const tracesField = GetTracesResponseSchema.field.traces.number;
 
 /** Every trace of the index, a page of ids at a time, in the variants: how many traces were compared. */
 function compareEveryTrace(db: TestDatabase, variants: readonly TraceVariant[] = traceVariants): Promise<number> {
   return forEveryTracePage(db, async (request, deps) => {
     const { ours, reference, traces } = await streamTraces(deps, request, getTracesContext(), new ComparingSink());
     expect(traces).toBe(request.traceId.length);
-    // The page as connect writes it: the traces (as unknown fields) after the others, each as toBinary wrote it.
+    // The page as connect writes it: toBinary's bytes for the whole typed page.
     expect(Buffer.from(binaryOf(GetTracesResponseSchema, ours)).equals(reference)).toBe(true);
     return traces;
   }, variants);

@@ -1,4 +1,5 @@
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
 import { lengthDelimited, ProtoWriter } from "./writer.ts";
 
@@ -26,6 +27,40 @@ function bytesWithEnvelopeRoom(length: number): Uint8Array {
   const bytes = new Uint8Array(envelopeHeaderBytes + length).subarray(envelopeHeaderBytes);
   (bytes as { [envelopeRoom]?: boolean })[envelopeRoom] = true;
   return bytes;
+}
+
+/**
+ * Address space reserved for one page's bytes (committed only as they are written): gRPC's envelope cannot frame a
+ * message of 4 GiB or more, and connect refuses to send one.
+ */
+const maxPageBytes = 2 ** 32;
+
+/**
+ * A binary page's bytes as they are written, on one resizable buffer that grows in place (V8 reserves its address
+ * space and commits what is written), with room for the envelope in front. The page is never copied into a larger
+ * buffer nor joined from pieces: a cold 1000-trace page was 14.6 MB of traces held one by one, then a second 14.6 MB
+ * while they were joined.
+ */
+export class PageBytes {
+  readonly #buffer = new ArrayBuffer(64 * 1024, { maxByteLength: maxPageBytes });
+  #length = envelopeHeaderBytes;
+
+  append(bytes: Uint8Array): void {
+    const end = this.#length + bytes.length;
+    if (end > this.#buffer.byteLength) {
+      if (end > maxPageBytes) throw new ConnectError(`the answer would be over ${maxPageBytes} bytes: ask for a smaller page`, Code.ResourceExhausted);
+      this.#buffer.resize(Math.min(maxPageBytes, Math.max(end, this.#buffer.byteLength * 2)));
+    }
+    new Uint8Array(this.#buffer, this.#length, bytes.length).set(bytes);
+    this.#length = end;
+  }
+
+  /** The page's bytes as a message's own (see ownEncoding), with the envelope's room before them. */
+  finish(): Uint8Array {
+    const bytes = new Uint8Array(this.#buffer, envelopeHeaderBytes, this.#length - envelopeHeaderBytes);
+    (bytes as { [envelopeRoom]?: boolean })[envelopeRoom] = true;
+    return bytes;
+  }
 }
 
 /** What `writer` wrote, as a message's own bytes (with room for the envelope). */

@@ -1,4 +1,5 @@
 import type { HandlerContext } from "@connectrpc/connect";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { type GetTracesResponse, GetTracesResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { TraceAction, TraceNode } from "../../../gen/tonquery/v1/trace_pb.ts";
 import type { TraceRow } from "../../db/traces.ts";
@@ -7,7 +8,7 @@ import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarni
 import { writeStruct } from "./decoded-content.ts";
 import { implicitBool, implicitInt64, implicitString, optionalBool, optionalInt32, optionalInt64, optionalString } from "./fields.ts";
 import { writeTransaction } from "./transaction.ts";
-import { selfEncodedWithItems } from "./own-encoding.ts";
+import { PageBytes, selfEncoded } from "./own-encoding.ts";
 import { ProtoWriter } from "./writer.ts";
 
 // The protobuf binary of a tonquery.v1.Trace, written from the rows the data layer read (see LoadedTrace): the one
@@ -107,26 +108,33 @@ const keptBufferBytes = 4 * 1024 * 1024;
 // One writer for every trace written (each is written in one go, synchronously): its buffer is reused.
 let shared = new ProtoWriter();
 
-function encode(loaded: LoadedTrace, delimited: boolean): Uint8Array {
+/**
+ * The loaded trace written into the shared writer, which it returns: as a message, preceded by its length, or as an
+ * occurrence of field `field` (its tag, its length, the message). What it wrote stays there until the next trace.
+ */
+function writeShared(loaded: LoadedTrace, framing: "message" | "delimited" | { field: number }): ProtoWriter {
   const w = shared;
   // Started over each time: a trace that failed half-written (an action's Struct too deep) leaves nothing behind.
   w.reset();
-  if (delimited) w.forkBare();
-  writeTrace(w, loaded);
-  if (delimited) w.join();
-  const bytes = w.finish();
+  if (framing === "message") writeTrace(w, loaded);
+  else {
+    if (framing === "delimited") w.forkBare();
+    else w.fork(framing.field);
+    writeTrace(w, loaded);
+    w.join();
+  }
   if (w.capacity() > keptBufferBytes) shared = new ProtoWriter();
-  return bytes;
+  return w;
 }
 
 /** The bytes of the loaded trace as a tonquery.v1.Trace message: `toBinary(TraceSchema, traceOf(loaded))`. */
 export function encodeTrace(loaded: LoadedTrace): Uint8Array {
-  return encode(loaded, false);
+  return writeShared(loaded, "message").finish();
 }
 
 /** The same, preceded by its length: an occurrence of a `Trace` field but for its tag. */
 export function delimitedTrace(loaded: LoadedTrace): Uint8Array {
-  return encode(loaded, true);
+  return writeShared(loaded, "delimited").finish();
 }
 
 /**
@@ -135,26 +143,27 @@ export function delimitedTrace(loaded: LoadedTrace): Uint8Array {
  *
  * Connect encodes a unary response in one call once the handler returns: for 1000 traces (25 MB) that held the
  * event loop for 150-250 ms, during which no other request was served, and kept the page twice in memory, as objects
- * and as bytes. Here the traces are written slice by slice while the page is loaded (see streamTraces), and the
- * answer is the message's bytes, which connect sends as they are (see own-encoding.ts): the page's other fields as
- * toBinary writes them, then every trace as an occurrence of field `traces` (a repeated field may come after the
- * others), decoded by every client as usual; connect keeps its whole protocol handling (framing, compression,
- * errors, trailers). The JSON codecs need the page as objects: Connect JSON gets it from getTraces.
+ * and as bytes. Here the traces are written one by one while the page is loaded (see streamTraces), and the
+ * answer is the message's bytes, which connect sends as they are (see own-encoding.ts): every trace as an occurrence
+ * of field `traces`, then the page's other fields, as toBinary writes the whole message; connect keeps its whole
+ * protocol handling (framing, compression, errors, trailers). The JSON codecs need the page as objects: Connect JSON gets it from getTraces.
  */
 export class TracesProtoSink implements TraceSink<GetTracesResponse> {
-  /** Each trace's bytes, its length in front: a `traces` occurrence but for its tag. */
-  #encoded: Uint8Array[] = [];
+  /** The answer so far: each trace as an occurrence of `traces`, field 1, which toBinary writes before the others. */
+  readonly #page = new PageBytes();
 
   trace(loaded: LoadedTrace): void {
-    this.#encoded.push(delimitedTrace(loaded));
+    this.#page.append(writeShared(loaded, { field: tracesField }).view());
   }
 
   end(end: TracePageEnd): GetTracesResponse {
-    const traces = this.#encoded;
-    this.#encoded = [];
-    return selfEncodedWithItems(GetTracesResponseSchema, end, GetTracesResponseSchema.field.traces.number, traces);
+    const message = create(GetTracesResponseSchema, end);
+    this.#page.append(toBinary(GetTracesResponseSchema, message));
+    return selfEncoded(message, this.#page.finish());
   }
 }
+
+const tracesField = GetTracesResponseSchema.field.traces.number;
 
 /** Whether the call's response is encoded as binary protobuf (content type, or a Connect GET's `encoding`). */
 export function respondsInBinary(context: HandlerContext): boolean {

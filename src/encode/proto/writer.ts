@@ -52,6 +52,11 @@ export class ProtoWriter {
     return this.buf.length;
   }
 
+  /** The bytes written since the last reset, in the writer's buffer: valid until it writes again. */
+  view(): Uint8Array {
+    return this.buf.subarray(0, this.pos);
+  }
+
   /** A copy of the bytes written since the last reset. */
   finish(): Uint8Array {
     const out = new Uint8Array(this.pos);
