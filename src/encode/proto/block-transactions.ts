@@ -12,7 +12,7 @@ import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
 import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
 import { readMessageData } from "../../ton/message-data.ts";
 import { implicitInt32, implicitInt64, implicitString } from "./fields.ts";
-import { ownBytes, selfEncoded } from "./own-encoding.ts";
+import { PageBytes, selfEncoded } from "./own-encoding.ts";
 import { ProtoWriter } from "./writer.ts";
 
 // The binary protobuf of GetBlockTransactionsExtResponse for the RPC doors (gRPC, gRPC-web, Connect with protobuf),
@@ -98,16 +98,19 @@ function transaction(w: ProtoWriter, loaded: LoadedBlockTransactions, row: Trans
 
 const transactionsField = GetBlockTransactionsExtResponseSchema.field.transactions.number;
 
-/** The response for a binary RPC door, its bytes those of the typed message, written by one writer for the page. */
+/** The response for a binary RPC door, its bytes those of the typed message, a transaction at a time. */
 export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): GetBlockTransactionsExtResponse {
   const response = create(GetBlockTransactionsExtResponseSchema, { id: loaded.block, reqCount: loaded.reqCount, incomplete: loaded.incomplete });
   const addresses: Addresses = new Map();
+  const page = new PageBytes();
+  page.append(toBinary(GetBlockTransactionsExtResponseSchema, response));
   const w = new ProtoWriter();
-  w.encoded(toBinary(GetBlockTransactionsExtResponseSchema, response));
   for (const row of loaded.page.rows) {
+    w.reset();
     w.fork(transactionsField);
     transaction(w, loaded, row, addresses);
     w.join();
+    page.append(w.view());
   }
-  return selfEncoded(response, ownBytes(w));
+  return selfEncoded(response, page.finish());
 }

@@ -63,12 +63,6 @@ export class PageBytes {
   }
 }
 
-/** What `writer` wrote, as a message's own bytes (with room for the envelope). */
-export function ownBytes(writer: ProtoWriter): Uint8Array {
-  const bytes = bytesWithEnvelopeRoom(writer.pos);
-  bytes.set(writer.buf.subarray(0, writer.pos));
-  return bytes;
-}
 
 type SelfEncoded = { [ownEncoding]?: Uint8Array };
 

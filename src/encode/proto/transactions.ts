@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type GetAdjacentTransactionsResponse, GetAdjacentTransactionsResponseSchema } from "../../../gen/tonquery/v1/service_pb.ts";
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
-import { ownBytes, selfEncoded } from "./own-encoding.ts";
+import { PageBytes, selfEncoded } from "./own-encoding.ts";
 import { writeTransaction } from "./transaction.ts";
 import { ProtoWriter } from "./writer.ts";
 
@@ -16,13 +16,16 @@ import { ProtoWriter } from "./writer.ts";
 const transactionsField = GetAdjacentTransactionsResponseSchema.field.transactions.number;
 
 export function adjacentTransactionsBinary(loaded: LoadedTransactions): GetAdjacentTransactionsResponse {
+  const page = new PageBytes();
   const w = new ProtoWriter();
   for (const row of loaded.set.rows) {
+    w.reset();
     w.fork(transactionsField);
     writeTransaction(w, loaded.set, row, loaded.bodies);
     w.join();
+    page.append(w.view());
   }
   const response = create(GetAdjacentTransactionsResponseSchema, { addressBook: loaded.addressBook });
-  w.encoded(toBinary(GetAdjacentTransactionsResponseSchema, response));
-  return selfEncoded(response, ownBytes(w));
+  page.append(toBinary(GetAdjacentTransactionsResponseSchema, response));
+  return selfEncoded(response, page.finish());
 }
