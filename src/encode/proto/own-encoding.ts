@@ -30,10 +30,11 @@ function bytesWithEnvelopeRoom(length: number): Uint8Array {
 }
 
 /**
- * Address space reserved for one page's bytes (committed only as they are written): gRPC's envelope cannot frame a
- * message of 4 GiB or more, and connect refuses to send one.
+ * Address space reserved for one page's bytes (committed only as they are written). The bench's largest pages are
+ * 15-30 MB; a page of a gigabyte is refused rather than held (gRPC cannot frame one of 4 GiB at all), and 47 bits of
+ * address space hold over a hundred thousand such reservations at once.
  */
-const maxPageBytes = 2 ** 32;
+const maxPageBytes = 2 ** 30;
 
 /**
  * A binary page's bytes as they are written, on one resizable buffer that grows in place (V8 reserves its address
@@ -62,7 +63,6 @@ export class PageBytes {
     return bytes;
   }
 }
-
 
 type SelfEncoded = { [ownEncoding]?: Uint8Array };
 
