@@ -5,6 +5,8 @@ import { setLogLevel } from "../src/runtime/log.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
 import { openWs } from "./support/stream-clients.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
+import { connect } from "node:net";
 
 // The access log and request ids as an operator reads them: the JSON lines the server writes to stderr, captured
 // where log.ts writes them, next to the X-Request-Id each response carries.
@@ -120,6 +122,45 @@ describe("the access log", () => {
     expect(line?.duration_ms).toBeLessThanOrEqual(lasted);
     const text = JSON.stringify(line);
     for (const secret of [address, "transactions", "not-logged", "subscribe"]) expect(text).not.toContain(secret);
+  });
+
+  it("writes a line for a WebSocket handshake it refuses, with the status the client got, and counts every handshake", async () => {
+    const requestsOf = async (code: string) =>
+      (await scrapeMetrics(server.baseUrl)).samples("tonquery_requests_total", { door: "rest", operation: "StreamTraces", code }).reduce((sum, s) => sum + Number(s.value), 0);
+    const [sessionsBefore, refusedBefore] = [await requestsOf("101"), await requestsOf("400")];
+    // A version of the protocol the server does not speak: ws answers 400 on the socket itself.
+    const url = new URL(server.baseUrl);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(
+          "GET /api/streaming/v2/ws HTTP/1.1\r\nHost: tonquery\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 99\r\nx-request-id: ws-refused\r\n\r\n",
+        );
+      });
+      let text = "";
+      socket.on("data", (chunk: Buffer) => (text += chunk.toString("latin1")));
+      socket.on("close", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(await accessLineOf("ws-refused")).toMatchObject({ door: "rest", operation: "StreamTraces", path: "/api/streaming/v2/ws", status: 400 });
+    // An upgrade to a path that has no WebSocket: the door's own 404.
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.end("GET /nowhere HTTP/1.1\r\nHost: tonquery\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nx-request-id: ws-nowhere\r\n\r\n");
+      });
+      socket.resume();
+      socket.on("close", () => resolve());
+      socket.on("error", reject);
+    });
+    expect(await accessLineOf("ws-nowhere")).toMatchObject({ door: "http", operation: "other", path: "/nowhere", status: 404 });
+    // A session, counted when it ends, as REST StreamTraces with 101.
+    const client = await openWs(server.baseUrl, { headers: { "x-request-id": "ws-counted" } });
+    client.close();
+    await client.closed;
+    await accessLineOf("ws-counted");
+    expect(await requestsOf("400")).toBe(refusedBefore + 1);
+    expect(await requestsOf("101")).toBe(sessionsBefore + 1);
   });
 
   it("generates an id when the client sends none or one it cannot take", async () => {

@@ -1,6 +1,8 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { log } from "../runtime/log.ts";
 import type { HttpHandler, HttpRequest, HttpResponse, UpgradeHandler } from "../server/single-port.ts";
+
+type UpgradeSocket = Parameters<UpgradeHandler>[1];
 import type { Metrics } from "./metrics.ts";
 import { RequestRecord, requestIdOf, runInRequest } from "./request-context.ts";
 import type { Telemetry } from "./telemetry.ts";
@@ -59,18 +61,50 @@ export function observeRequests(next: HttpHandler, telemetry: Telemetry, options
 
 /**
  * Wraps the HTTP/1.1 Upgrade handler as observeRequests wraps the handler: the request gets its id (which the door
- * echoes in its 101), and a WebSocket session the door accepted (RequestRecord.upgraded) writes one access line when
- * its connection closes, with status 101 and the session's duration. A refused handshake writes none: the ws library
- * writes its status straight to the socket, where this cannot read it.
+ * echoes in its 101), and when its connection closes it is counted in the metrics and writes one access line: a
+ * WebSocket session the door accepted (RequestRecord.upgraded) with status 101 and the session's duration, a refused
+ * handshake with the status written to the socket (the ws library and the door answer there, not through a
+ * response object), a connection closed before any answer as 499, as the REST door counts a client that left.
  */
-export function observeUpgrades(next: UpgradeHandler, options: ObserveOptions): UpgradeHandler {
+export function observeUpgrades(next: UpgradeHandler, telemetry: Telemetry, options: ObserveOptions): UpgradeHandler {
   return (req, socket, head) => {
     const record = new RequestRecord(requestIdOf(req.headers[requestIdHeader]), performance.now(), req.socket?.remoteAddress);
+    const answered = statusWritten(socket);
     socket.once("close", () => {
-      if (record.upgraded && options.accessLog && log.enabled("info")) writeAccessLine(record, req, 101, (performance.now() - record.startedAt) / 1000);
+      const seconds = (performance.now() - record.startedAt) / 1000;
+      const status = record.upgraded ? 101 : (answered() ?? 499);
+      telemetry.metrics.requestEnded(record.door, record.operation, String(status), seconds);
+      if (options.accessLog && log.enabled("info")) writeAccessLine(record, req, status, seconds);
     });
     runInRequest(record, next, req, socket, head);
   };
+}
+
+/**
+ * Watches the first bytes written to an upgrade's socket for the status of the HTTP/1.1 answer they start with (the
+ * 101, or a refusal), then lets the socket's writes be as they were.
+ */
+function statusWritten(socket: UpgradeSocket): () => number | undefined {
+  let status: number | undefined;
+  const sink = socket as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
+  const { write, end } = sink;
+  const watch = (chunk: unknown) => {
+    if (typeof chunk !== "string" && !(chunk instanceof Uint8Array)) return;
+    const head = typeof chunk === "string" ? chunk.slice(0, 12) : Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(12, chunk.byteLength)).toString("latin1");
+    const match = /^HTTP\/1\.[01] (\d{3})/.exec(head);
+    if (match !== null) status = Number(match[1]);
+    sink.write = write;
+    sink.end = end;
+  };
+  sink.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
+    watch(chunk);
+    return write.call(this, chunk, ...rest);
+  };
+  sink.end = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
+    watch(chunk);
+    return end.call(this, chunk, ...rest);
+  };
+  return () => status;
 }
 
 function writeAccessLine(record: RequestRecord, req: { method?: string; url?: string }, status: number, seconds: number, code?: string, finished = true): void {

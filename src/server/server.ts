@@ -95,7 +95,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
   });
   const withCors = corsHandler(deps.config.corsOrigin, rpc);
   const observe = { accessLog: deps.config.accessLog };
-  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, observe), deps.config, observeUpgrades(streaming.upgrade, observe));
+  const server = createSinglePortServer(observeRequests(withCors, deps.telemetry, observe), deps.config, observeUpgrades(streaming.upgrade, deps.telemetry, observe));
 
   return {
     listen: (port, host = deps.config.host) => server.listen(port, host),
