@@ -34,8 +34,8 @@ const batchBytes = 64 * 1024;
  * compressor's input) before the next batch waits for the client. A streamed answer (ResponseBody) lets as much wait
  * as an answer may be held, REST_HOLD_MAX_BYTES: what one response keeps in the server's memory stays within that
  * either way. Waiting for 'drain' after every batch that filled the socket's 16 KB buffer cost a turn of the event
- * loop and a round trip to the client each 64 KB: the hot 100-trace page (1.6 MB) at concurrency 1 took 35-41 ms
- * with it, 28 ms with 1 MB in flight (alternated twice; the cold one 45-52 against 39-40 ms).
+ * loop and a round trip to the client each 64 KB: the hot 100-trace page (1.6 MB) at concurrency 1 took 35-64 ms
+ * with it, 35-38 ms with up to 1 MiB unsent (four alternated pairs; the cold one 44-65 against 45-49 ms).
  */
 const unsentMaxBytes = defaultHoldMaxBytes;
 
@@ -256,7 +256,8 @@ export interface ResponseBodyOptions {
  * sends the head at once (200, no ETag, no Content-Length, the Cache-Control given, chunked transfer over HTTP/1.1,
  * DATA frames over HTTP/2, coded as Accept-Encoding asks) and the body from then on goes out in batches as it
  * comes: `write` answers with a promise whenever more than `holdMaxBytes` of it waits unsent (see unsentMaxBytes),
- * which the writer awaits before it writes more (and the page's reading waits with it, see streamTraces). A HEAD gets the head alone.
+ * which the writer awaits before it writes more (and the page's reading waits with it, see streamTraces). A HEAD
+ * gets the head alone.
  *
  * Once the head is out (`sent`), nothing can be taken back: the request cannot run again from the start (see
  * `admitted` in service.ts), and a failure can only end the response abnormally (`abort`).
