@@ -1,8 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { log } from "../runtime/log.ts";
 import type { HttpHandler, HttpRequest, HttpResponse, UpgradeHandler } from "../server/single-port.ts";
-
-type UpgradeSocket = Parameters<UpgradeHandler>[1];
 import type { Metrics } from "./metrics.ts";
 import { RequestRecord, requestIdOf, runInRequest } from "./request-context.ts";
 import type { Telemetry } from "./telemetry.ts";
@@ -84,26 +82,15 @@ export function observeUpgrades(next: UpgradeHandler, telemetry: Telemetry, opti
  * Watches the first bytes written to an upgrade's socket for the status of the HTTP/1.1 answer they start with (the
  * 101, or a refusal), then lets the socket's writes be as they were.
  */
-function statusWritten(socket: UpgradeSocket): () => number | undefined {
+function statusWritten(socket: Parameters<UpgradeHandler>[1]): () => number | undefined {
   let status: number | undefined;
-  const sink = socket as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
-  const { write, end } = sink;
-  const watch = (chunk: unknown) => {
+  const stop = watchWrites(socket, (chunk) => {
     if (typeof chunk !== "string" && !(chunk instanceof Uint8Array)) return;
     const head = typeof chunk === "string" ? chunk.slice(0, 12) : Buffer.from(chunk.buffer, chunk.byteOffset, Math.min(12, chunk.byteLength)).toString("latin1");
     const match = /^HTTP\/1\.[01] (\d{3})/.exec(head);
     if (match !== null) status = Number(match[1]);
-    sink.write = write;
-    sink.end = end;
-  };
-  sink.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    watch(chunk);
-    return write.call(this, chunk, ...rest);
-  };
-  sink.end = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    watch(chunk);
-    return end.call(this, chunk, ...rest);
-  };
+    stop();
+  });
   return () => status;
 }
 
@@ -154,16 +141,29 @@ function pathOf(req: { url?: string }): string {
  * Content-Length is absent from gRPC and streamed answers.
  */
 function countBodyBytes(res: HttpResponse, record: RequestRecord): void {
-  const sink = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
-  const write = sink.write;
-  const end = sink.end;
+  watchWrites(res, (chunk, encoding) => {
+    record.bytes += byteLength(chunk, encoding);
+  });
+}
+
+/**
+ * Calls `watch` with every chunk written to `target` (by `write` or `end`) before it is written; the function
+ * returned lets the writes be as they were.
+ */
+function watchWrites(target: object, watch: (chunk: unknown, encoding: unknown) => void): () => void {
+  const sink = target as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
+  const { write, end } = sink;
   sink.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    record.bytes += byteLength(chunk, rest[0]);
+    watch(chunk, rest[0]);
     return write.call(this, chunk, ...rest);
   };
   sink.end = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    record.bytes += byteLength(chunk, rest[0]);
+    watch(chunk, rest[0]);
     return end.call(this, chunk, ...rest);
+  };
+  return () => {
+    sink.write = write;
+    sink.end = end;
   };
 }
 
