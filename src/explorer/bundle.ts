@@ -15,7 +15,6 @@ import { projectRoot } from "../runtime/project-files.ts";
 // process (native code) and on the thread pool (compression), while the event loop keeps serving. `npm run build:explorer` runs the same
 // build and writes the files out (explorer/dist/), to look at them or serve them from elsewhere.
 
-
 export interface ExplorerFile {
   /** The file's name under /explorer/assets/. */
   name: string;

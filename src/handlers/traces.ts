@@ -90,8 +90,8 @@ export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context:
  * TRACE_CHUNK_SIZE traces and `chunkTransactions` transactions, see chunksOf): each chunk costs the same few
  * statements (transactions, then states and messages, with actions alongside), the next chunk is read while the sink
  * takes the traces of the current one, and a chunk's rows are dropped once it is built, so a 1000-trace page never
- * holds all its rows at once. A sink that answers with a promise (backpressure) is
- * waited for: the read-ahead stays one chunk, so the page is read no faster than the sink's receiver takes it.
+ * holds all its rows at once. A sink that answers with a promise (backpressure) is waited for: the read-ahead stays
+ * one chunk, so the page is read no faster than the sink's receiver takes it.
  * Once the page's trace rows tell how many transactions it holds, the request's admission (`slots`) is resized
  * to them.
  */

@@ -22,9 +22,9 @@ const ownEncoding = Symbol.for("tonquery.ownEncoding");
 const envelopeRoom = Symbol.for("tonquery.envelopeRoom");
 const envelopeHeaderBytes = 5;
 
-/** `length` zeroed bytes with room for connect's envelope before them (see envelopeRoom); nothing else uses that room. */
-function bytesWithEnvelopeRoom(length: number): Uint8Array {
-  const bytes = new Uint8Array(envelopeHeaderBytes + length).subarray(envelopeHeaderBytes);
+/** The `length` bytes of `buffer` after its first 5, marked as having the envelope's room (see envelopeRoom). */
+function afterEnvelopeRoom(buffer: ArrayBuffer, length: number): Uint8Array {
+  const bytes = new Uint8Array(buffer, envelopeHeaderBytes, length);
   (bytes as { [envelopeRoom]?: boolean })[envelopeRoom] = true;
   return bytes;
 }
@@ -58,9 +58,7 @@ export class PageBytes {
 
   /** The page's bytes as a message's own (see ownEncoding), with the envelope's room before them. */
   finish(): Uint8Array {
-    const bytes = new Uint8Array(this.#buffer, envelopeHeaderBytes, this.#length - envelopeHeaderBytes);
-    (bytes as { [envelopeRoom]?: boolean })[envelopeRoom] = true;
-    return bytes;
+    return afterEnvelopeRoom(this.#buffer, this.#length - envelopeHeaderBytes);
   }
 }
 
@@ -110,7 +108,8 @@ export function selfEncodedWithItems<Desc extends DescMessage>(schema: Desc, fie
 function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const part of parts) length += part.length;
-  const out = bytesWithEnvelopeRoom(length);
+  // Nothing else uses the room before the bytes.
+  const out = afterEnvelopeRoom(new ArrayBuffer(envelopeHeaderBytes + length), length);
   let offset = 0;
   for (const part of parts) {
     out.set(part, offset);

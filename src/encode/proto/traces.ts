@@ -146,7 +146,8 @@ export function delimitedTrace(loaded: LoadedTrace): Uint8Array {
  * and as bytes. Here the traces are written one by one while the page is loaded (see streamTraces), and the
  * answer is the message's bytes, which connect sends as they are (see own-encoding.ts): every trace as an occurrence
  * of field `traces`, then the page's other fields, as toBinary writes the whole message; connect keeps its whole
- * protocol handling (framing, compression, errors, trailers). The JSON codecs need the page as objects: Connect JSON gets it from getTraces.
+ * protocol handling (framing, compression, errors, trailers). The JSON codecs need the page as objects: Connect JSON
+ * gets it from getTraces.
  */
 export class TracesProtoSink implements TraceSink<GetTracesResponse> {
   /** The answer so far: each trace as an occurrence of `traces`, field 1, which toBinary writes before the others. */
