@@ -292,6 +292,30 @@ describe("Admission", () => {
     expect(await Promise.all([occupying, ...queued, patient])).toEqual([undefined, "queued page", "queued page", "queued page", "patient page"]);
   });
 
+  it("learns how long a kind holds its slots from the requests served, not from the ones that failed", async () => {
+    // Pages of 3 slots are served in 10 ms; then an outage makes them fail after holding their slots for 1.5 s each
+    // (a statement timeout), as a page that fails before learning its real weight does in every outage. On the
+    // return, the estimate must be what serving takes: before, the failures taught it that a page holds its slots for
+    // seconds, and the burst after a database outage was refused with 503 at an idle service (CI, network-faults).
+    const clock = manualClock();
+    const admission = new Admission(4, undefined, clock.now);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, async () => clock.advance(10), { kind: "page" });
+    for (let i = 0; i < 10; i++) {
+      const failed = admission.run(never, 3, async () => {
+        clock.advance(1500);
+        throw new ConnectError("database unavailable", Code.Unavailable);
+      }, { kind: "page" });
+      await expect(failed).rejects.toThrow("database unavailable");
+    }
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    const queued = admission.run(never, 3, async () => "queued page", { kind: "page" });
+    // One page running and one queued, 10 ms each: a page due in 100 ms waits its turn.
+    const behind = admission.run(never, 3, async () => "served", { kind: "page", timeoutMs: 100 }).catch((err: unknown) => err);
+    occupant.resolve();
+    expect(await Promise.all([occupying, queued, behind])).toEqual([undefined, "queued page", "served"]);
+  });
+
   it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
     // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
     const clock = manualClock();

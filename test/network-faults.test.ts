@@ -86,8 +86,8 @@ describe.runIf(onRealPostgres)("the network to the database failing under load",
       expect(statuses.filter((s) => s !== 200).length).toBeGreaterThan(0);
       expect(statuses.filter((s) => s === unanswered).length).toBe(0);
       // A burst after the load: the whole pool and every slot are there to serve it.
-      const burst = await Promise.all(Array.from({ length: 16 }, (_, i) => get(server, paths[i % paths.length] as string)));
-      expect(burst).toEqual(burst.map(() => 200));
+      const burst = await Promise.all(Array.from({ length: 16 }, (_, i) => getAnswer(server, paths[i % paths.length] as string)));
+      expect(burst.map(({ status, body }) => (status === 200 ? 200 : `${status} ${body}`))).toEqual(burst.map(() => 200));
       // Nothing the requests held outlives them.
       expect(await heldOnceSettled(server)).toEqual(nothingHeld);
     } finally {
@@ -128,14 +128,18 @@ describe.runIf(onRealPostgres)("the network to the database failing under load",
 /** What get() reports for a request the service did not answer by its deadline (plus a grace for the answer's way). */
 const unanswered = 0;
 
-/** GET bounded on the client's side a little past the service's deadline. */
+/** GET bounded on the client's side a little past the service's deadline: its status (`unanswered` past it). */
 async function get(server: TestServer, path: string): Promise<number> {
+  return (await getAnswer(server, path)).status;
+}
+
+/** get(), with the body: an assertion on a burst says why a request failed (`503 {"error":...}`). */
+async function getAnswer(server: TestServer, path: string): Promise<{ status: number; body: string }> {
   try {
     const response = await fetch(`${server.baseUrl}${path}`, { signal: AbortSignal.timeout(requestTimeoutMs + answerGraceMs) });
-    await response.arrayBuffer();
-    return response.status;
+    return { status: response.status, body: await response.text() };
   } catch {
-    return unanswered;
+    return { status: unanswered, body: "" };
   }
 }
 

@@ -23,7 +23,7 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
  * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it would
  * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter's slots times how long
- * requests of its kind (operation and page size) and weight have held them lately, so a queue of heavy pages
+ * requests of its kind (operation and page size) and weight have held them lately when served, so a queue of heavy pages
  * refuses newcomers sooner than as many light ones would. A request with nobody ahead is never refused, nor a
  * light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer than its
  * deadline: no class is shed for good while others are served.
@@ -111,7 +111,9 @@ export class Admission {
         return result;
       },
       (err: unknown) => {
-        release();
+        // A failure's hold says how long the database took to fail (a statement timeout in an outage), not what
+        // serving the kind costs: learnt, it refused the first burst after the database came back.
+        this.#release(held, false);
         throw err;
       },
     );
@@ -255,14 +257,14 @@ export class Admission {
     return { lane, count: want.count, kind: want.kind, since: this.#now(), expectedWork };
   }
 
-  /** Gives `held` back; `finished`: the request's work is over, and its hold teaches the moving average. */
-  #release(held: Held, finished: boolean): void {
+  /** Gives `held` back; `served`: the request's work is over with an answer, and its hold teaches the moving average. */
+  #release(held: Held, served: boolean): void {
     if (held.lane === "reserved") this.#freeReserved += held.count;
     else {
       this.#freeShared += held.count;
       this.#sharedWorkInUse = Math.max(0, this.#sharedWorkInUse - held.expectedWork);
     }
-    if (finished && held.count > 0) {
+    if (served && held.count > 0) {
       const key = holdKey(held.kind, held.count);
       const ms = this.#now() - held.since;
       const average = this.#holdMs.get(key);
