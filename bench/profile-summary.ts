@@ -33,7 +33,8 @@ function where(url: string): string {
     return rest[0]?.startsWith("@") ? `${rest[0]}/${rest[1]}` : (rest[0] ?? url);
   }
   const path = url.replace(/^file:\/\//, "");
-  if (path.startsWith(projectRoot)) return path.slice(projectRoot.length);
+  // The service runs from its build (dist/, see npm start): its files are named as their sources are.
+  if (path.startsWith(projectRoot)) return path.slice(projectRoot.length).replace(/^dist\//, "");
   if (url.startsWith("node:")) return url;
   return url.replace(/^file:\/\//, "");
 }
@@ -49,7 +50,7 @@ function kindOf(functionName: string, where: string): string | undefined {
   if (functionName === "(idle)") return "idle";
   if (place === "postgres") return "driver (reading rows)";
   if (place === "@bufbuild/protobuf" || place.startsWith("src/present/proto/") || place.startsWith("src/encode/proto")) return "protobuf";
-  if (place === "src/json-text.ts" || place.startsWith("src/present/v") || place.startsWith("src/encode/v")) return "JSON (presenting, stringifying)";
+  if (place.startsWith("src/present/json-text.") || place.startsWith("src/present/v") || place.startsWith("src/encode/v")) return "JSON (presenting, stringifying)";
   if (place.startsWith("src/db/") || place.startsWith("src/handlers/")) return "objects from rows (scan, assemble)";
   if (place.startsWith("src/decoding/") || place === "ohm-js" || place === "@ton-community/tlb-parser") return "body decoding";
   return undefined;
@@ -92,7 +93,7 @@ for (const file of positionals) {
       const w = where(cf.url);
       kind ??= kindOf(cf.functionName, w);
       // Building the server (the body decoder's schema compiled at start) and loading modules are no request's work.
-      if (cf.functionName === "createServer" && /src\/(server\/)?server\.ts$/.test(w)) startUp = true;
+      if (cf.functionName === "createServer" && /src\/(server\/)?server\.[jt]s$/.test(w)) startUp = true;
       if (w.startsWith("node:internal/modules/")) startUp = true;
       if (!w.startsWith("src/")) continue;
       const key = `${cf.functionName || "(anonymous)"} ${w}:${cf.lineNumber + 1}`;

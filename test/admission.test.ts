@@ -316,6 +316,33 @@ describe("Admission", () => {
     expect(await Promise.all([occupying, queued, behind])).toEqual([undefined, "queued page", "served"]);
   });
 
+  it("expects a page to take what pages of its size have taken, also when they turned out lighter than their size", async () => {
+    // Pages arrive weighing 3 slots and, once loaded, shrink to 1 and hold it for 100 ms: 100 slot-milliseconds
+    // each. Learnt under the slots they ended with, that never reached the estimate of a waiting page (known by its
+    // arrival weight), which stayed at nothing: a queue of them never refused anyone.
+    const clock = manualClock();
+    const admission = new Admission(4, undefined, clock.now);
+    for (let i = 0; i < 5; i++) {
+      await admission.run(never, 3, async (slots) => {
+        await slots.resize(1);
+        clock.advance(100);
+      }, { kind: "page" });
+    }
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    const queued = Array.from({ length: 3 }, () => admission.run(never, 3, async () => "queued page", { kind: "page" }));
+    // 300 slot-ms queued and 50 of the running one's left, on 3 shared slots: about 117 ms, past a 50 ms deadline.
+    const late = admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 50 }).catch((err: unknown) => err);
+    // Refused at once, not queued behind the occupant (which would leave this test waiting for good).
+    const shed = await Promise.race([late, new Promise((resolve) => setImmediate(() => resolve("still queued")))]);
+    expect(shed).toBeInstanceOf(ConnectError);
+    expect((shed as ConnectError).code).toBe(Code.Unavailable);
+    // With the time for them, a page waits its turn.
+    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 1000 });
+    occupant.resolve();
+    expect(await Promise.all([occupying, ...queued, patient])).toEqual([undefined, "queued page", "queued page", "queued page", "patient page"]);
+  });
+
   it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
     // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
     const clock = manualClock();

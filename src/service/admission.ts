@@ -22,8 +22,9 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  *
  * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
  * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it would
- * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter's slots times how long
- * requests of its kind (operation and page size) and weight have held them lately when served, so a queue of heavy pages
+ * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter is expected to take what
+ * requests of its kind (operation and page size) arriving at its weight have lately taken to be served (the slots
+ * they ended with times how long they held them: a page that turns out lighter than its size promised teaches that), so a queue of heavy pages
  * refuses newcomers sooner than as many light ones would. A request with nobody ahead is never refused, nor a
  * light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer than its
  * deadline: no class is shed for good while others are served.
@@ -41,11 +42,16 @@ export class Admission {
   readonly #waiting: Waiter[] = [];
   #nextTicket = 0;
   readonly #recorder: AdmissionRecorder | undefined;
-  /** How long requests have held their slots, by kind and slot count: a moving average in milliseconds. */
-  readonly #holdMs = new Map<string, number>();
+  /**
+   * What serving a request has taken, by kind and the slots it arrived with (see `arrivalKind`): a moving average of
+   * slot-milliseconds. Keyed by arrival, not by the slots it ended with, because a waiter is known by its arrival
+   * only: keyed by the end, a page of 1000 that weighs 6 slots on arrival and shrinks to 1 once loaded taught the
+   * key it is estimated by nothing, except when it failed before shrinking (the outage's timeouts, kept for good).
+   */
+  readonly #workMs = new Map<string, number>();
   /** Expected slot-milliseconds of the requests holding shared slots now (each counted at its expected hold). */
   #sharedWorkInUse = 0;
-  /** When requests of each kind and slot count were last granted slots (the clock's milliseconds). */
+  /** When requests of each arrival kind were last granted slots (the clock's milliseconds). */
   readonly #lastGranted = new Map<string, number>();
   /**
    * Slots of answers that are made and being sent, which no longer hold the slots they were made in (see
@@ -74,7 +80,7 @@ export class Admission {
    * shedding is judged by; `request.timeoutMs` is what is left of its deadline (no shedding without one).
    */
   async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>, request: AdmissionRequest = {}): Promise<T> {
-    const kind = request.kind ?? "";
+    const kind = arrivalKind(request.kind ?? "", this.#slotsFor(weight));
     const ticket = this.#nextTicket++;
     const deadline = request.timeoutMs === undefined ? undefined : this.#now() + request.timeoutMs;
     let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
@@ -175,9 +181,9 @@ export class Admission {
     return Math.min(this.#shared, Math.max(1, Math.ceil(weight)));
   }
 
-  /** The moving average hold of requests of this kind and slot count; 0 while none has been seen (never shed then). */
-  #expectedHoldMs(kind: string, count: number): number {
-    return this.#holdMs.get(holdKey(kind, count)) ?? 0;
+  /** The moving average work of serving a request of this arrival kind; 0 while none has been served (never shed then). */
+  #expectedWork(kind: string): number {
+    return this.#workMs.get(kind) ?? 0;
   }
 
   #acquire(signal: AbortSignal, want: Want): Promise<Held> {
@@ -194,7 +200,7 @@ export class Admission {
       this.#recorder?.admissionWaited(0);
       return Promise.resolve(this.#held("shared", want));
     }
-    if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, count, want.timeoutMs ?? 0)) {
+    if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, want.timeoutMs ?? 0)) {
       const waitMs = this.#expectedWaitMs(ahead, count);
       if (this.#now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
     }
@@ -231,8 +237,8 @@ export class Admission {
    * then it queues whatever the estimate says, so that no class is shed for good while others are served (an
    * estimate can be wrong for long, and shedding all of a class would never correct it).
    */
-  #starving(kind: string, count: number, timeoutMs: number): boolean {
-    const lastGranted = this.#lastGranted.get(holdKey(kind, count));
+  #starving(kind: string, timeoutMs: number): boolean {
+    const lastGranted = this.#lastGranted.get(kind);
     return lastGranted !== undefined && this.#now() - lastGranted > timeoutMs;
   }
 
@@ -244,20 +250,20 @@ export class Admission {
    * since lightened, it would refuse a kind for good (its requests never run, so never correct it).
    */
   #expectedWaitMs(ahead: readonly Waiter[], count: number): number {
-    const work = (waiters: readonly Waiter[]) => waiters.reduce((sum, w) => sum + w.count * this.#expectedHoldMs(w.kind, w.count), 0);
+    const work = (waiters: readonly Waiter[]) => waiters.reduce((sum, w) => sum + this.#expectedWork(w.kind), 0);
     const sharedWaitMs = (work(ahead) + this.#sharedWorkInUse / 2) / this.#shared;
     if (count > 1 || this.#reserved === 0) return sharedWaitMs;
     return Math.min(sharedWaitMs, work(ahead.filter((w) => w.count === 1)) / this.#reserved);
   }
 
   #held(lane: Held["lane"], want: Want): Held {
-    this.#lastGranted.set(holdKey(want.kind, want.count), this.#now());
-    const expectedWork = want.count * this.#expectedHoldMs(want.kind, want.count);
+    this.#lastGranted.set(want.kind, this.#now());
+    const expectedWork = this.#expectedWork(want.kind);
     if (lane === "shared") this.#sharedWorkInUse += expectedWork;
     return { lane, count: want.count, kind: want.kind, since: this.#now(), expectedWork };
   }
 
-  /** Gives `held` back; `served`: the request's work is over with an answer, and its hold teaches the moving average. */
+  /** Gives `held` back; `served`: the request's work is over with an answer, and what it took teaches the moving average. */
   #release(held: Held, served: boolean): void {
     if (held.lane === "reserved") this.#freeReserved += held.count;
     else {
@@ -265,10 +271,9 @@ export class Admission {
       this.#sharedWorkInUse = Math.max(0, this.#sharedWorkInUse - held.expectedWork);
     }
     if (served && held.count > 0) {
-      const key = holdKey(held.kind, held.count);
-      const ms = this.#now() - held.since;
-      const average = this.#holdMs.get(key);
-      this.#holdMs.set(key, average === undefined ? ms : average + holdSmoothing * (ms - average));
+      const work = held.count * (this.#now() - held.since);
+      const average = this.#workMs.get(held.kind);
+      this.#workMs.set(held.kind, average === undefined ? work : average + workSmoothing * (work - average));
     }
     this.#grantWaiting();
   }
@@ -301,10 +306,11 @@ export interface AdmissionRequest {
   timeoutMs?: number;
 }
 
-/** Weight of the newest hold in the moving average: a few dozen requests make the estimate. */
-const holdSmoothing = 0.2;
+/** Weight of the newest request in the moving average: a few dozen requests make the estimate. */
+const workSmoothing = 0.2;
 
-function holdKey(kind: string, count: number): string {
+/** A request's kind as admission learns it: what the caller names it, and the slots it arrived with. */
+function arrivalKind(kind: string, count: number): string {
   return `${kind}/${count}`;
 }
 
@@ -320,6 +326,7 @@ function overloaded(waitMs: number): ConnectError {
 
 interface Want {
   ticket: number;
+  /** See arrivalKind. */
   kind: string;
   count: number;
   /** When, on the admission's clock, the request must be done; undefined: never shed. */
