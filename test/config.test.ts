@@ -40,6 +40,7 @@ describe("configuration", () => {
       compression: true,
       compressionMinBytes: 1024,
       restHoldMaxBytes: 1048576,
+      idleMemoryReleaseMs: 10000,
       streamMaxStreams: 1000,
       streamMaxAddresses: 1000,
       streamPollIntervalMs: 500,

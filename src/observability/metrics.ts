@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { MemoryReleaseRecorder } from "../runtime/idle-memory.ts";
 import type { Door } from "./request-context.ts";
 
 // The service's Prometheus metrics, through prom-client (the Node client the Prometheus project lists). Each
@@ -54,7 +55,7 @@ interface StatementSeries {
   timeouts: { inc(): void };
 }
 
-export class Metrics implements AdmissionRecorder {
+export class Metrics implements AdmissionRecorder, MemoryReleaseRecorder {
   readonly registry = new Registry();
   readonly #requests: Counter<"door" | "operation" | "code">;
   readonly #requestDuration: Histogram<"door" | "operation">;
@@ -63,6 +64,9 @@ export class Metrics implements AdmissionRecorder {
   readonly #statementTimeouts: Counter<"statement">;
   readonly #snapshotHold: Histogram;
   readonly #snapshotStatements: Counter<"placement">;
+  readonly #memoryReleases: Counter;
+  readonly #memoryReleasePause: Counter;
+  readonly #memoryReleasedBytes: Counter;
   // prom-client hashes the label values on every call and allocates a child per labels() call: the series of each
   // label combination are looked up once and kept (the label values are few, see RequestRecord).
   readonly #requestSeries = new Map<string, RequestSeries>();
@@ -117,6 +121,22 @@ export class Metrics implements AdmissionRecorder {
       name: "tonquery_db_snapshot_statements_total",
       help: "Statements run in a request's snapshot, by placement: on its anchor connection, or beside it on a connection that imported the snapshot.",
       labelNames: ["placement"],
+      registers,
+    });
+
+    this.#memoryReleases = new Counter({
+      name: "tonquery_memory_releases_total",
+      help: "Collections run to give the operating system back the heap pages a burst of work left empty, after IDLE_MEMORY_RELEASE_MS without a request.",
+      registers,
+    });
+    this.#memoryReleasePause = new Counter({
+      name: "tonquery_memory_release_pause_seconds_total",
+      help: "Time those collections stopped the event loop.",
+      registers,
+    });
+    this.#memoryReleasedBytes = new Counter({
+      name: "tonquery_memory_released_bytes_total",
+      help: "By how much those collections shrank the resident set.",
       registers,
     });
 
@@ -251,6 +271,12 @@ export class Metrics implements AdmissionRecorder {
     this.#snapshotHold.observe(heldSeconds);
     if (onAnchor > 0) this.#snapshotStatements.labels("anchor").inc(onAnchor);
     if (beside > 0) this.#snapshotStatements.labels("beside").inc(beside);
+  }
+
+  memoryReleased(seconds: number, bytes: number): void {
+    this.#memoryReleases.inc();
+    this.#memoryReleasePause.inc(seconds);
+    if (bytes > 0) this.#memoryReleasedBytes.inc(bytes);
   }
 
   /** The Prometheus text exposition of every metric. */

@@ -74,6 +74,7 @@ export interface Config {
   compressionMinBytes: number;
   /** REST answers up to this size are held and sent whole (ETag, Content-Length); larger ones are sent as they are written. */
   restHoldMaxBytes: number;
+  idleMemoryReleaseMs: number;
   /** Live streams (StreamTraces, SSE, WebSocket subscriptions) open at once on this instance. */
   streamMaxStreams: number;
   /** Accounts one stream may follow. */
@@ -245,6 +246,11 @@ export const settings = {
     default: String(defaultHoldMaxBytes),
     help: "REST answers up to this many bytes of JSON are held and sent whole, with an ETag and Content-Length; a larger one is sent as it is written (chunked, Cache-Control: no-cache, no ETag), its pages read as fast as the client takes them.",
   },
+  idleMemoryReleaseMs: {
+    env: "IDLE_MEMORY_RELEASE_MS",
+    default: "10000",
+    help: "After this long without a request in flight (following some), one garbage collection gives the operating system back the heap pages the work left empty, which V8 otherwise keeps for good (a pause of tens of milliseconds, once per stretch of activity); 0: never.",
+  },
   streamMaxStreams: {
     env: "STREAM_MAX_STREAMS",
     default: "1000",
@@ -367,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     compression: boolean(s.compression.env, read(s.compression)),
     compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
     restHoldMaxBytes: integer(s.restHoldMaxBytes.env, read(s.restHoldMaxBytes), 0, 1_000_000_000),
+    idleMemoryReleaseMs: integer(s.idleMemoryReleaseMs.env, read(s.idleMemoryReleaseMs), 0, 86_400_000),
     streamMaxStreams: integer(s.streamMaxStreams.env, read(s.streamMaxStreams), 0, 1_000_000),
     streamMaxAddresses: integer(s.streamMaxAddresses.env, read(s.streamMaxAddresses), 1, 1_000_000),
     streamPollIntervalMs: integer(s.streamPollIntervalMs.env, read(s.streamPollIntervalMs), 10, 600_000),

@@ -105,6 +105,7 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
       // Streams end at once with their position (UNAVAILABLE), rather than holding the grace period.
       service.streams.close();
       streaming.close();
+      service.close();
       return server.close(deps.config.shutdownTimeoutMs, () => shutdown.abort());
     },
   };

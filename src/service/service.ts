@@ -26,6 +26,7 @@ import { respondsInBinary, TracesProtoSink } from "../encode/proto/traces.ts";
 import { adjacentTransactionsBinary } from "../encode/proto/transactions.ts";
 import { assertSelfEncodingSupported } from "../encode/proto/own-encoding.ts";
 import type { ServiceDeps } from "./deps.ts";
+import { IdleMemoryRelease } from "../runtime/idle-memory.ts";
 import { StreamHub } from "../streams/hub.ts";
 import { StreamMetrics } from "../streams/metrics.ts";
 import { streamTracesRpc } from "../streams/rpc.ts";
@@ -45,6 +46,8 @@ export function createTonQueryService(deps: ServiceDeps) {
   // The binary doors' pages are sent as the bytes the encoders wrote, which an unpatched connect would drop.
   assertSelfEncodingSupported(TonQueryService.method.getTraces);
   const admission = new Admission(config.maxConcurrentRequests, deps.telemetry?.metrics);
+  // Every request that reads the index passes here: when none has for a while, the heap's emptied pages go back.
+  const memoryRelease = new IdleMemoryRelease({ idleMs: config.idleMemoryReleaseMs, recorder: deps.telemetry?.metrics });
   deps.telemetry?.metrics.watchAdmission(() => admission.state());
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
   // One reader of the index for every live stream of this instance (src/streams).
@@ -109,7 +112,11 @@ export function createTonQueryService(deps: ServiceDeps) {
       }
     };
     // What is left of the deadline: a request whose turn would come too late is refused now (see Admission).
-    return admission.run(bounded.signal, weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(done);
+    memoryRelease.started();
+    return admission.run(bounded.signal, weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(() => {
+      done();
+      memoryRelease.ended();
+    });
   };
 
   /**
@@ -169,6 +176,8 @@ export function createTonQueryService(deps: ServiceDeps) {
     ...rpcMethods,
     /** The live streams' reader, for the REST streaming doors and shutdown. */
     streams,
+    /** Stops the idle memory release's timer (shutdown). */
+    close: () => memoryRelease.close(),
     /** getAdjacentTransactions as the rows read, for a door that writes its answer from them (the REST door's JSON). */
     loadAdjacentTransactions: <Out>(request: GetAdjacentTransactionsRequest, context: HandlerContext, finish: Finish<LoadedTransactions, Out>) =>
       adjacentTransactions(request, context, finish),
