@@ -4,6 +4,7 @@
 // of transactions); a mid-sized complete trace for the hash selectors, the masterchain block with the most
 // complete traces, the block with the most transactions.
 
+import postgres from "postgres";
 import { create, equals, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
   type GetAdjacentTransactionsRequest,
@@ -79,6 +80,18 @@ export interface DatasetFacts {
 
 /** The cold account must fill a page of this many traces, the largest the bench asks for. */
 const coldPageTraces = 1000;
+
+/** The hot account (most transactions, as the cases pick it), for the tools that measure one of its pages. */
+export async function hotAccount(url: string): Promise<string> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [hot] = await sql<{ account: string }[]>`select account from transactions group by account order by count(*) desc, account limit 1`;
+    if (hot === undefined) throw new Error("no transactions");
+    return hot.account;
+  } finally {
+    await sql.end();
+  }
+}
 
 const count = async (sql: Sql, table: string) => Number((await sql.unsafe(`select count(*)::bigint as n from ${table}`))[0]?.n ?? 0);
 

@@ -16,7 +16,6 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
 import { createHandlerContext } from "@connectrpc/connect";
-import postgres from "postgres";
 import { GetTracesRequestSchema, type GetTracesResponse, GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { databaseOptions, openDatabase } from "../src/db/client.ts";
 import { binaryOf } from "../src/encode/proto/own-encoding.ts";
@@ -24,6 +23,7 @@ import { TracesProtoSink } from "../src/encode/proto/traces.ts";
 import { TracesJsonEncoder } from "../src/encode/v3-json/traces.ts";
 import { streamTraces, type TraceSink } from "../src/handlers/traces.ts";
 import { loadConfig } from "../src/runtime/config.ts";
+import { hotAccount } from "./cases.ts";
 
 const { values } = parseArgs({
   options: {
@@ -38,15 +38,7 @@ const { values } = parseArgs({
 const url = values["database-url"];
 const pages = Number(values.pages);
 
-let account = values.account;
-if (account === undefined) {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  // The hot account: most transactions (as bench/cases.ts picks it).
-  const [hot] = await sql<{ account: string }[]>`select account from transactions group by account order by count(*) desc, account limit 1`;
-  await sql.end();
-  account = hot?.account;
-  if (account === undefined) throw new Error("no transactions");
-}
+const account = values.account ?? (await hotAccount(url));
 
 const config = loadConfig({ ...process.env, DB_POOL_SIZE: "4" });
 const db = openDatabase(databaseOptions(config, url));

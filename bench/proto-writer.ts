@@ -14,7 +14,6 @@ import { registerHooks } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
-import postgres from "postgres";
 
 const { values } = parseArgs({
   options: {
@@ -30,15 +29,8 @@ const { values } = parseArgs({
 const url = values["database-url"];
 
 if (values.child === undefined) {
-  let account = values.account;
-  if (account === undefined) {
-    const sql = postgres(url, { max: 1, onnotice: () => {} });
-    // The hot account: most transactions (as bench/cases.ts picks it).
-    const [hot] = await sql<{ account: string }[]>`select account from transactions group by account order by count(*) desc, account limit 1`;
-    await sql.end();
-    account = hot?.account;
-    if (account === undefined) throw new Error("no transactions");
-  }
+  // Imported here, not at the top: a child must load the encoders only once its module hook is registered.
+  const account = values.account ?? (await (await import("./cases.ts")).hotAccount(url));
   const self = fileURLToPath(import.meta.url);
   const results: Record<string, number[]> = { own: [], library: [] };
   let bytes = 0;
