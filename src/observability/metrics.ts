@@ -1,5 +1,4 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { MemoryReleaseRecorder } from "../runtime/idle-memory.ts";
 import type { Door } from "./request-context.ts";
 
 // The service's Prometheus metrics, through prom-client (the Node client the Prometheus project lists). Each
@@ -40,6 +39,12 @@ export interface MemberState {
 export interface AdmissionRecorder {
   /** A request got its slots (or gave up waiting) after `seconds` in the queue. */
   admissionWaited(seconds: number): void;
+}
+
+/** What the idle memory release reports (see IdleMemoryRelease). */
+export interface MemoryReleaseRecorder {
+  /** A release paused the event loop `seconds` and the resident set shrank by `bytes` (negative: it grew). */
+  memoryReleased(seconds: number, bytes: number): void;
 }
 
 /** Latencies from a millisecond (masterchainInfo) to the 10 s request deadline. */

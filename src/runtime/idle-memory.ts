@@ -1,5 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import type { MemoryReleaseRecorder } from "../observability/metrics.ts";
 
 /**
  * Gives the operating system back the memory a burst of work left the process holding, once the service has been
@@ -60,12 +61,6 @@ export class IdleMemoryRelease {
   close(): void {
     clearInterval(this.#timer);
   }
-}
-
-/** What the metrics learn of each release. */
-export interface MemoryReleaseRecorder {
-  /** A release paused the event loop `seconds` and the resident set shrank by `bytes` (negative: it grew). */
-  memoryReleased(seconds: number, bytes: number): void;
 }
 
 type GcFunction = (options: { type: "major"; execution: "sync"; flavor: "last-resort" }) => void;
