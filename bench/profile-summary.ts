@@ -7,9 +7,13 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { projectRootUrl } from "../src/runtime/project-files.ts";
 
-/** The checkout this script belongs to, so that its src/ is recognised in whichever worktree profiled it. */
-const projectRoot = fileURLToPath(new URL("..", import.meta.url));
+/**
+ * The checkout this script belongs to (with its trailing slash), so that its src/ is recognised in whichever worktree
+ * profiled it.
+ */
+const projectRoot = fileURLToPath(projectRootUrl);
 
 interface ProfileNode {
   id: number;

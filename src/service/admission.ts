@@ -25,9 +25,9 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter is expected to take what
  * requests of its kind (operation and page size) arriving at its weight have lately taken to be served (the slots
  * they ended with times how long they held them, so a page lighter than its size promised teaches that), and a
- * queue of heavy pages refuses newcomers sooner than as many light ones would. A request with nobody ahead is never refused, nor a
- * light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer than its
- * deadline: no class is shed for good while others are served.
+ * queue of heavy pages refuses newcomers sooner than as many light ones would. A request with nobody ahead is never
+ * refused, nor a light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer
+ * than its deadline: no class is shed for good while others are served.
  *
  * The caller's answer also ends with its signal (deadline, client gone), but the slots stay taken until the work
  * itself has finished: memory is freed only then, and statements are bounded by the statement timeout. An answer
@@ -80,10 +80,11 @@ export class Admission {
    * shedding is judged by; `request.timeoutMs` is what is left of its deadline (no shedding without one).
    */
   async run<T>(signal: AbortSignal, weight: number, work: (slots: HeldSlots) => Promise<T>, request: AdmissionRequest = {}): Promise<T> {
-    const kind = arrivalKind(request.kind ?? "", this.#slotsFor(weight));
+    const count = this.#slotsFor(weight);
+    const kind = arrivalKind(request.kind ?? "", count);
     const ticket = this.#nextTicket++;
     const deadline = request.timeoutMs === undefined ? undefined : this.#now() + request.timeoutMs;
-    let held = await this.#acquire(signal, { ticket, kind, count: this.#slotsFor(weight), deadline, timeoutMs: request.timeoutMs });
+    let held = await this.#acquire(signal, { ticket, kind, count, deadline, timeoutMs: request.timeoutMs });
     let keptUntil: Promise<unknown> | undefined;
     const slots: HeldSlots = {
       get light() {

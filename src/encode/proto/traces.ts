@@ -154,7 +154,7 @@ export class TracesProtoSink implements TraceSink<GetTracesResponse> {
   readonly #page = new PageBytes();
 
   trace(loaded: LoadedTrace): void {
-    this.#page.append(writeShared(loaded, { field: tracesField }).view());
+    this.#page.append(writeShared(loaded, asTracesField).view());
   }
 
   end(end: TracePageEnd): GetTracesResponse {
@@ -164,7 +164,8 @@ export class TracesProtoSink implements TraceSink<GetTracesResponse> {
   }
 }
 
-const tracesField = GetTracesResponseSchema.field.traces.number;
+/** A trace's framing in the page: an occurrence of `traces`. */
+const asTracesField = { field: GetTracesResponseSchema.field.traces.number };
 
 /** Whether the call's response is encoded as binary protobuf (content type, or a Connect GET's `encoding`). */
 export function respondsInBinary(context: HandlerContext): boolean {
