@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { JsonPieces } from "../src/encode/v3-json/pieces.ts";
 import { jsonBytes, JsonText } from "../src/present/json-text.ts";
 
 /** The value with some of its objects and arrays replaced by their pre-printed text (every third, by position). */
@@ -31,5 +32,33 @@ describe("jsonBytes", () => {
 
   it("prints the value itself outside jsonBytes", () => {
     expect(JSON.stringify({ decoded: JsonText.of({ "@type": "excess", query_id: "1" }) })).toBe('{"decoded":{"@type":"excess","query_id":"1"}}');
+  });
+});
+
+describe("JsonText in the REST encoder's pieces", () => {
+  it("joins pre-printed texts, ASCII (as strings) or not (as bytes), between plain text, byte for byte", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.string(), fc.jsonValue())), (parts) => {
+        const pieces = new JsonPieces();
+        let expected = "";
+        for (const [text, value] of parts) {
+          const printed = JsonText.of(value);
+          pieces.text(text);
+          pieces.json(printed);
+          expected += text + JSON.stringify(value);
+          expect(printed.bytes.equals(Buffer.from(JSON.stringify(value)))).toBe(true);
+          expect(printed.value()).toEqual(JSON.parse(JSON.stringify(value)));
+        }
+        expect(pieces.take().equals(Buffer.from(expected))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("holds an ASCII text as a string and any other as UTF-8 bytes", () => {
+    expect(JsonText.of({ "@type": "excess", query_id: "1" }).ascii).toBe('{"@type":"excess","query_id":"1"}');
+    const comment = JsonText.of({ comment: "Привет" });
+    expect(comment.ascii).toBeUndefined();
+    expect(comment.byteLength).toBe(Buffer.byteLength('{"comment":"Привет"}'));
   });
 });

@@ -16,27 +16,52 @@ const printedMarker = JSON.stringify(marker).slice(0, -1);
 let collecting: JsonText[] | undefined;
 
 export class JsonText {
-  readonly bytes: Buffer;
+  /**
+   * The text itself when it is ASCII, as most decoded bodies are: one byte per character in V8 as in UTF-8, so the
+   * REST encoder joins it to the page's string like any other value, where a buffer would split the page's text
+   * into pieces to be encoded and concatenated (a tenth of the JSON encoder's CPU on the bench's hot 100-trace page).
+   */
+  readonly ascii: string | undefined;
+  /** The text as UTF-8, when it is not ASCII. */
+  readonly #utf8: Buffer | undefined;
 
-  constructor(bytes: Buffer) {
-    this.bytes = bytes;
+  private constructor(ascii: string | undefined, utf8: Buffer | undefined) {
+    this.ascii = ascii;
+    this.#utf8 = utf8;
   }
 
   /**
-   * The value's JSON in a buffer of its own. Not Buffer.from's: a short string lands in a slice of Node's shared
-   * 64 KB pool, and a text kept for long (the decoded-body cache keeps thousands) would keep the whole slab alive
-   * with it: after one page of the bench's cold account the cache held 1,453 slabs, 90 MB, for a few MB of text.
+   * The value's JSON, held once. Bytes in a buffer of their own, not Buffer.from's: a short string lands in a
+   * slice of Node's shared 64 KB pool, and a text kept for long (the decoded-body cache keeps thousands) would keep
+   * the whole slab alive with it: after one page of the bench's cold account the cache held 1,453 slabs, 90 MB, for
+   * a few MB of text.
    */
   static of(value: unknown): JsonText {
     const text = JSON.stringify(value);
-    const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+    const length = Buffer.byteLength(text);
+    if (length === text.length) return new JsonText(text, undefined);
+    const bytes = Buffer.allocUnsafeSlow(length);
     bytes.write(text);
-    return new JsonText(bytes);
+    return new JsonText(undefined, bytes);
+  }
+
+  /** The text as UTF-8 (a new buffer for an ASCII text). */
+  get bytes(): Buffer {
+    return this.#utf8 ?? Buffer.from(this.ascii as string, "latin1");
+  }
+
+  get byteLength(): number {
+    return this.#utf8?.length ?? (this.ascii as string).length;
+  }
+
+  /** Writes the text's UTF-8 into `out` at `offset`; returns the number of bytes written. */
+  copyInto(out: Buffer, offset: number): number {
+    return this.#utf8 === undefined ? out.write(this.ascii as string, offset, "latin1") : this.#utf8.copy(out, offset);
   }
 
   /** The value, parsed afresh. */
   value<T = unknown>(): T {
-    return JSON.parse(this.bytes.toString("utf8")) as T;
+    return JSON.parse(this.ascii ?? (this.#utf8 as Buffer).toString("utf8")) as T;
   }
 
   /** Inside jsonBytes a placeholder; anywhere else (a test's JSON.stringify) the value itself. */
@@ -69,11 +94,11 @@ export function jsonBytes(value: unknown): Buffer {
   between.push(text.slice(from));
   let length = 0;
   for (const piece of between) length += Buffer.byteLength(piece);
-  for (const piece of texts) length += piece.bytes.length;
+  for (const piece of texts) length += piece.byteLength;
   const out = Buffer.allocUnsafe(length);
   let offset = out.write(between[0] as string);
   for (let i = 0; i < texts.length; i++) {
-    offset += (texts[i] as JsonText).bytes.copy(out, offset);
+    offset += (texts[i] as JsonText).copyInto(out, offset);
     offset += out.write(between[i + 1] as string, offset);
   }
   return out;

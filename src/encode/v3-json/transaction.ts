@@ -166,7 +166,7 @@ function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
     out.text(`{"hash":${quote(row.body_hash)},"body":${value(row.body)},"decoded":`);
     // Toncenter decodes message bodies, never state inits. A decoded body is JSON text printed once per body.
     const decoded = bodies.decode(row.body_hash, row.body);
-    if (decoded instanceof DecodedBody) out.raw(decoded.text.bytes);
+    if (decoded instanceof DecodedBody) out.json(decoded.text);
     else out.text(JSON.stringify(decoded?.data ?? null));
     out.text("}");
   }
