@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GetTracesRequest } from "../gen/tonquery/v1/service_pb.ts";
 import { TracesJsonEncoder, writeTrace } from "../src/encode/v3-json/traces.ts";
@@ -66,6 +67,16 @@ describe("the encoder's quoting", () => {
     }
     expect(value(null)).toBe("null");
     expect(value(undefined)).toBe("null");
+  });
+
+  it("quotes any string, lone surrogates and long ones included, as JSON.stringify does", () => {
+    const anyText = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: fc.constantFrom("A", "/", "=", '"', "\\", "\u0001", "\ud800") }), fc.base64String({ maxLength: 3000 }));
+    fc.assert(
+      fc.property(anyText, (text) => {
+        expect(quote(text)).toBe(JSON.stringify(text));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
