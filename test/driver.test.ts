@@ -24,8 +24,9 @@ afterAll(async () => {
 });
 
 describe("postgres driver", () => {
-  // runQuery reads rows as arrays of values and names them itself (src/db/statement.ts, shapeRows): the rows must be
-  // what the driver's own objects would have been, key for key and value for value, whatever the column types.
+  // runQuery has each row's values named by a shaper of its own as the driver reads them (src/db/statement.ts,
+  // shaperFor; the patch's rowShaper): the rows must be what the driver's own objects would have been, key for key
+  // and value for value, whatever the column types.
   it("names the rows runQuery reads as the driver would: same keys in the same order, same values", async () => {
     const statement = (sql: typeof database.admin) => sql`
       select 7 as small, 9007199254740993::int8 as big, null::text as nothing, 'déjà "vu"'::text as word,

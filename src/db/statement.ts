@@ -52,7 +52,7 @@ export async function sendFramed<T extends readonly postgres.MaybeRow[]>(
   ended?.(error);
   if (result.status === "rejected") throw result.reason;
   if (frameFailure !== undefined) throw frameFailure.reason;
-  return shapeRows(result.value);
+  return result.value;
 }
 
 type RowShaper = (values: readonly unknown[]) => postgres.Row;
@@ -61,18 +61,17 @@ type RowShaper = (values: readonly unknown[]) => postgres.Row;
 const shapers = new Map<string, RowShaper>();
 
 /**
- * Turns the rows, read as arrays of column values, into objects named by their columns, in place.
+ * The function that makes a row object from the values of a row of `columns`, which the driver (patched: see
+ * DataRow's `rowShaper`) calls for each row as it reads it.
  *
  * postgres.js builds each row object by a keyed store per column (`row[column.name] = value`), a hidden-class
  * transition per column: for a transaction's ninety columns that was half the driver's time on a trace page, and
- * left row objects whose property reads the encoders could not specialise. A row read as an array and handed to
- * an object literal compiled for its columns is one allocation of a fixed shape, shared by every row of the
- * statement. The literal is compiled with `new Function` because only the column names known at run time give
- * its keys; they come from PostgreSQL's row description of the service's own statements, quoted by JSON.stringify.
+ * left row objects whose property reads the encoders could not specialise. A row's values handed to an object
+ * literal compiled for its columns make one allocation of a fixed shape, shared by every row of the statement.
+ * The literal is compiled with `new Function` because only the column names known at run time give its keys;
+ * they come from PostgreSQL's row description of the service's own statements, quoted by JSON.stringify.
  */
-function shapeRows<T extends readonly postgres.MaybeRow[]>(rows: postgres.RowList<T>): postgres.RowList<T> {
-  const columns = rows.columns;
-  if (rows.length === 0 || columns === null || columns === undefined) return rows;
+function shaperFor(columns: readonly postgres.Column<string>[]): RowShaper {
   const names = columns.map((column) => column.name);
   const signature = names.join("\u0000");
   let shaper = shapers.get(signature);
@@ -81,9 +80,7 @@ function shapeRows<T extends readonly postgres.MaybeRow[]>(rows: postgres.RowLis
     shaper = new Function("values", `return { ${fields} };`) as RowShaper;
     shapers.set(signature, shaper);
   }
-  const list = rows as unknown as unknown[];
-  for (let i = 0; i < list.length; i++) list[i] = shaper(list[i] as unknown[]);
-  return rows;
+  return shaper;
 }
 
 /**
@@ -95,7 +92,8 @@ function build<T extends readonly postgres.MaybeRow[]>(connection: Sql, run: Sta
   // postgres.js reads a query's own `prepare` option before its connection's (connection.js, build()).
   if (!run.pool.prepared) (built as unknown as { options: { prepare?: boolean } }).options.prepare = false;
   run.pool.observe?.(built);
-  // Read as arrays of values, named by shapeRows.
+  // Read as values, each row named by its statement's shaper as it is read.
   built.values();
+  (built as unknown as { rowShaper: typeof shaperFor }).rowShaper = shaperFor;
   return built;
 }
