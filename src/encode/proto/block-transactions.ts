@@ -104,13 +104,6 @@ export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): Get
   const addresses: Addresses = new Map();
   const page = new PageBytes();
   page.append(toBinary(GetBlockTransactionsExtResponseSchema, response));
-  const w = new ProtoWriter();
-  for (const row of loaded.page.rows) {
-    w.reset();
-    w.fork(transactionsField);
-    transaction(w, loaded, row, addresses);
-    w.join();
-    page.append(w.view());
-  }
+  page.appendOccurrences(transactionsField, loaded.page.rows, (w, row) => transaction(w, loaded, row, addresses));
   return selfEncoded(response, page.finish());
 }

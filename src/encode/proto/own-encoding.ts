@@ -56,6 +56,18 @@ export class PageBytes {
     this.#length = end;
   }
 
+  /** Each item, written by `write`, as an occurrence of the page's message field `field`, through one writer. */
+  appendOccurrences<T>(field: number, items: Iterable<T>, write: (w: ProtoWriter, item: T) => void): void {
+    const w = new ProtoWriter();
+    for (const item of items) {
+      w.reset();
+      w.fork(field);
+      write(w, item);
+      w.join();
+      this.append(w.view());
+    }
+  }
+
   /** The page's bytes as a message's own (see ownEncoding), with the envelope's room before them. */
   finish(): Uint8Array {
     return afterEnvelopeRoom(this.#buffer, this.#length - envelopeHeaderBytes);

@@ -3,7 +3,6 @@ import { type GetAdjacentTransactionsResponse, GetAdjacentTransactionsResponseSc
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
 import { PageBytes, selfEncoded } from "./own-encoding.ts";
 import { writeTransaction } from "./transaction.ts";
-import { ProtoWriter } from "./writer.ts";
 
 // The binary protobuf of GetAdjacentTransactionsResponse for the RPC doors that answer in binary, written from the
 // rows the data layer read (see LoadedTransactions) without building a Transaction: byte for byte what toBinary
@@ -17,14 +16,7 @@ const transactionsField = GetAdjacentTransactionsResponseSchema.field.transactio
 
 export function adjacentTransactionsBinary(loaded: LoadedTransactions): GetAdjacentTransactionsResponse {
   const page = new PageBytes();
-  const w = new ProtoWriter();
-  for (const row of loaded.set.rows) {
-    w.reset();
-    w.fork(transactionsField);
-    writeTransaction(w, loaded.set, row, loaded.bodies);
-    w.join();
-    page.append(w.view());
-  }
+  page.appendOccurrences(transactionsField, loaded.set.rows, (w, row) => writeTransaction(w, loaded.set, row, loaded.bodies));
   const response = create(GetAdjacentTransactionsResponseSchema, { addressBook: loaded.addressBook });
   page.append(toBinary(GetAdjacentTransactionsResponseSchema, response));
   return selfEncoded(response, page.finish());
