@@ -4,7 +4,7 @@ import type { Transform } from "node:stream";
 import vary from "vary";
 import { log } from "../runtime/log.ts";
 import type { PieceSink } from "../encode/v3-json/traces.ts";
-import { chooseCoding, type CompressionSettings, type ContentCoding, createCompressor, flushCompressor } from "./compression.ts";
+import { chooseCoding, type CompressionSettings, type ContentCoding, createCompressor, flushCompressor, noCompression } from "./compression.ts";
 
 // The bytes of the REST door's answers on their way to the client: the one place where the door writes a body.
 //
@@ -30,14 +30,21 @@ export const defaultHoldMaxBytes = 1024 * 1024;
 const batchBytes = 64 * 1024;
 
 /**
- * How much of a held answer may wait unsent in Node's buffers (the response's, its socket's or stream's, a
- * compressor's input) before the next batch waits for the client. A streamed answer (ResponseBody) lets as much wait
- * as an answer may be held, REST_HOLD_MAX_BYTES: what one response keeps in the server's memory stays within that
- * either way. Waiting for 'drain' after every batch that filled the socket's 16 KB buffer cost a turn of the event
- * loop and a round trip to the client each 64 KB: the hot 100-trace page (1.6 MB) at concurrency 1 took 35-64 ms
- * with it, 35-38 ms with up to 1 MiB unsent (four alternated pairs; the cold one 44-65 against 45-49 ms).
+ * How a door sends bodies: its compression, and REST_HOLD_MAX_BYTES, the most of an answer held before it is
+ * streamed, which is also the most of one that may wait unsent in Node's buffers (the response's, its socket's or
+ * stream's, a compressor's input) before the writer waits for the client, held or streamed: what one response keeps
+ * in the server's memory stays within that either way. Waiting for 'drain' after every batch that filled the
+ * socket's 16 KB buffer cost a turn of the event loop and a round trip to the client each 64 KB: the hot 100-trace
+ * page (1.6 MB) at concurrency 1 took 35-64 ms with it, 35-38 ms with up to 1 MiB unsent (four alternated pairs;
+ * the cold one 44-65 against 45-49 ms).
  */
-const unsentMaxBytes = defaultHoldMaxBytes;
+export interface BodySettings {
+  compression: CompressionSettings;
+  holdMaxBytes: number;
+}
+
+/** A body sent outside any door's settings (a response that did not pass the REST door). */
+export const plainBody: BodySettings = { compression: noCompression, holdMaxBytes: defaultHoldMaxBytes };
 
 /** Why a wait for the client failed when the request's signal gives no reason (it always does in the router). */
 const connectionClosed = new Error("the client's connection closed");
@@ -82,7 +89,7 @@ export async function sendBody(
   body: Buffer | readonly Buffer[],
   headOnly: boolean,
   extraHeaders: Record<string, string>,
-  compression: CompressionSettings,
+  { compression, holdMaxBytes }: BodySettings,
 ): Promise<void> {
   if (res.headersSent || res.writableEnded) return;
   const pieces = Buffer.isBuffer(body) ? [body] : body;
@@ -101,7 +108,7 @@ export async function sendBody(
   const out = new Outflow(res, coding);
   for (const batch of writeBatches(pieces)) {
     if (gone(res)) return;
-    if (!out.write(batch) && out.unsent > unsentMaxBytes) await drained(out.head, res);
+    if (!out.write(batch) && out.unsent > holdMaxBytes) await drained(out.head, res);
   }
   await out.end();
 }
@@ -236,10 +243,7 @@ class Outflow {
   }
 }
 
-export interface ResponseBodyOptions {
-  compression: CompressionSettings;
-  /** REST_HOLD_MAX_BYTES: past this, the answer is streamed. */
-  holdMaxBytes: number;
+export interface ResponseBodyOptions extends BodySettings {
   /** The request's signal: a wait for the client ends with it (deadline, shutdown, the client gone). */
   signal: AbortSignal;
   /** Response headers set while the answer is made (X-Index-Seqno), sent in a streamed answer's head. */
@@ -255,7 +259,7 @@ export interface ResponseBodyOptions {
  * (the router hashes `held()` for its ETag and sends it with sendBody). The piece that takes it past the bound
  * sends the head at once (200, no ETag, no Content-Length, the Cache-Control given, chunked transfer over HTTP/1.1,
  * DATA frames over HTTP/2, coded as Accept-Encoding asks) and the body from then on goes out in batches as it
- * comes: `write` answers with a promise whenever more than `holdMaxBytes` of it waits unsent (see unsentMaxBytes),
+ * comes: `write` answers with a promise whenever more than `holdMaxBytes` of it waits unsent (see BodySettings),
  * which the writer awaits before it writes more (and the page's reading waits with it, see streamTraces). A HEAD
  * gets the head alone.
  *

@@ -14,8 +14,7 @@ import { writeTransactionsResponse } from "../encode/v3-json/transactions.ts";
 import { writeBlockTransactionsExt } from "../encode/v2-json/block-transactions.ts";
 import type { TonQueryServiceImpl } from "../service/service.ts";
 import { cacheControl, entityTag, notModified, TracePageFinality } from "./caching.ts";
-import { ResponseBody, type ResponseSink, sendBody, sendNotModified } from "./body.ts";
-import { type CompressionSettings, noCompression } from "./compression.ts";
+import { type BodySettings, plainBody, ResponseBody, type ResponseSink, sendBody, sendNotModified } from "./body.ts";
 import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "./queries.ts";
 
 /** toncenter's two JSON dialects: v3 errors are {"error"}, v2 wraps everything in {"ok", ...}. */
@@ -138,25 +137,22 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
   ]);
 }
 
-export interface RestOptions {
+/** The door's body settings apply to every JSON answer that passes it, the next handler's (/healthz, 404) included. */
+export interface RestOptions extends BodySettings {
   service: TonQueryServiceImpl;
   shutdownSignal: AbortSignal;
   /** Upper bound of one request, as a Connect client's deadline would be. */
   timeoutMs: number;
-  /** Of every JSON answer that passes this door, the next handler's (/healthz, 404) included. */
-  compression: CompressionSettings;
-  /** REST_HOLD_MAX_BYTES: an answer written as it is made is streamed past this (see ResponseBody). */
-  holdMaxBytes: number;
 }
 
-/** The compression settings of the door a response passed, for sendJson's callers outside the door's own code. */
-const compressionOf = new WeakMap<object, CompressionSettings>();
+/** The body settings of the door a response passed, for sendJson's callers outside the door's own code. */
+const bodySettingsOf = new WeakMap<object, BodySettings>();
 
 /** The REST door: a Node request handler for the legacy paths; anything else goes to `next`. */
 export function restHandler(options: RestOptions, next: HttpHandler): HttpHandler {
   const routes = restRoutes(options.service);
   return (req, res) => {
-    compressionOf.set(res, options.compression);
+    bodySettingsOf.set(res, options);
     const url = requestUrl(req);
     if (url === undefined) {
       sendJson(res, 400, { error: "malformed request target" });
@@ -220,7 +216,7 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
     if (await body.finish()) return;
     const headers = { etag: await entityTag(answer.content ?? answer.body), "cache-control": answer.cacheControl };
     if (notModified(req.headers, headers.etag)) sendNotModified(res, headers, options.compression);
-    else await sendBody(res, 200, answer.body, req.method === "HEAD", headers, options.compression);
+    else await sendBody(res, 200, answer.body, req.method === "HEAD", headers, options);
   } catch (err) {
     if (body.sent) {
       cutShort(err, body, res, record, url.pathname, clientGone.signal.aborted);
@@ -272,7 +268,7 @@ function headersOf(req: HttpRequest): Headers {
 
 /** A JSON answer that is not a REST path's 200 (an error, /healthz, a 404): never cached, unless `extraHeaders` says so. */
 export function sendJson(res: ResponseSink, status: number, body: unknown, extraHeaders: Record<string, string> = {}, headOnly = false): void {
-  void sendBody(res, status, jsonBytes(body), headOnly, { "cache-control": cacheControl.never, ...extraHeaders }, compressionOf.get(res) ?? noCompression);
+  void sendBody(res, status, jsonBytes(body), headOnly, { "cache-control": cacheControl.never, ...extraHeaders }, bodySettingsOf.get(res) ?? plainBody);
 }
 
 export function sendEmpty(res: ResponseSink, status: number, headers: OutgoingHttpHeaders): void {
