@@ -10,6 +10,10 @@ const neverSeen = "0:33A14A5A9406979D59B9328898591660B8B1736342B11632EFDCC911AB9
 const walletV4r2 = "/rX/aCDi/w2Ug+fg1iyBfYRniftK5YDIeIZtlZ2r1cA=";
 const nftCode = "WFkTv+s4jbGZfSvvsYBvLHnxghM34bDo+xgr3sQOKMI=";
 const otherCode = "so6zdrb5Afohv6vI2JwvRpRS61R5XHUCquy58rm1iqE=";
+// A second item of the same collection code, and an account whose code has no contract_methods row.
+const secondNftItem = "0:765409337CBA32DF7494456C68BE23A17D194431EACCA94B6542378F88DFB364";
+const noMethodsRow = "0:D3A14A5A9406979D59B9328898591660B8B1736342B11632EFDCC911AB9057CF";
+const codeWithoutMethods = "7zGc8ZS3ltaiBLyCHYjfNu0fQYJ2wbvHcBnQkMw0nPU=";
 
 describe("address_book", () => {
   let db: TestDatabase;
@@ -18,7 +22,13 @@ describe("address_book", () => {
   beforeAll(async () => {
     db = await createTestDatabase();
     const state = (account: string, codeHash: string) => ({ account, hash: codeHash, code_hash: codeHash, account_status: "active" });
-    await db.admin`insert into latest_account_states ${db.admin([state(wallet, walletV4r2), state(nftItem, nftCode), state(unknownCode, otherCode)])}`;
+    await db.admin`insert into latest_account_states ${db.admin([
+      state(wallet, walletV4r2),
+      state(nftItem, nftCode),
+      state(unknownCode, otherCode),
+      state(secondNftItem, nftCode),
+      state(noMethodsRow, codeWithoutMethods),
+    ])}`;
     await db.admin`insert into contract_methods values
       (${nftCode}, ${[getMethodId("get_nft_data"), getMethodId("get_editor")]}::bigint[]),
       (${otherCode}, ${[getMethodId("some_private_method")]}::bigint[])`;
@@ -47,6 +57,29 @@ describe("address_book", () => {
       // Never indexed: non-bounceable, no interfaces.
       [neverSeen]: { user_friendly: "UQAzoUpalAaXnVm5MoiYWRZguLFzY0KxFjLv3MkRq5BXz3VV", domain: null, interfaces: [] },
     });
+  });
+
+  it("detects the interfaces of every address sharing a code, and keeps the order the addresses were given in", async () => {
+    const given = [noMethodsRow, secondNftItem, neverSeen, nftItem, wallet];
+    const book = await selectAddressBook(db.reader, signal, given, false);
+    expect(Object.keys(book)).toEqual(given);
+    expect(book[nftItem]?.interfaces?.names).toEqual(["editable", "nft_item"]);
+    expect(book[secondNftItem]?.interfaces?.names).toEqual(["editable", "nft_item"]);
+    // A known code without get-method ids: [], not null.
+    expect(book[noMethodsRow]?.interfaces?.names).toEqual([]);
+    expect(book[noMethodsRow]?.userFriendly).toMatch(/^EQ/);
+  });
+
+  it("detects a code's interfaces once its get-method ids are indexed, and from then on without reading them", async () => {
+    const lateCode = "LaTeC0de7ZS3ltaiBLyCHYjfNu0fQYJ2wbvHcBnQkMw=";
+    const lateAccount = "0:E3A14A5A9406979D59B9328898591660B8B1736342B11632EFDCC911AB9057CF";
+    await db.admin`insert into latest_account_states ${db.admin([{ account: lateAccount, hash: lateCode, code_hash: lateCode, account_status: "active" }])}`;
+    expect((await selectAddressBook(db.reader, signal, [lateAccount], false))[lateAccount]?.interfaces?.names).toEqual([]);
+    await db.admin`insert into contract_methods values (${lateCode}, ${[getMethodId("get_nft_data"), getMethodId("get_editor")]}::bigint[])`;
+    expect((await selectAddressBook(db.reader, signal, [lateAccount], false))[lateAccount]?.interfaces?.names).toEqual(["editable", "nft_item"]);
+    // Known now: a change to the row (which the worker never makes) is not read again.
+    await db.admin`update contract_methods set methods = ${[getMethodId("some_private_method")]}::bigint[] where code_hash = ${lateCode}`;
+    expect((await selectAddressBook(db.reader, signal, [lateAccount], false))[lateAccount]?.interfaces?.names).toEqual(["editable", "nft_item"]);
   });
 
   it("prints testnet forms when configured for testnet", async () => {
