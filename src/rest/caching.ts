@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import fresh from "fresh";
@@ -55,6 +55,15 @@ export async function entityTag(pieces: readonly Buffer[]): Promise<string> {
     hash.update(piece);
     sinceYield += piece.length;
   }
+  return tagOf(hash);
+}
+
+/** The same validator for a small answer in one buffer, hashed at once. */
+export function smallEntityTag(body: Buffer): string {
+  return tagOf(createHash("sha1").update(body));
+}
+
+function tagOf(hash: Hash): string {
   return `W/"${hash.digest("base64url")}"`;
 }
 

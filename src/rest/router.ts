@@ -1,9 +1,9 @@
-import type { DescMessage, DescMethod, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext, type HandlerContext } from "@connectrpc/connect";
 import type { OutgoingHttpHeaders } from "node:http";
 import type { HttpHandler, HttpRequest, HttpResponse } from "../server/single-port.ts";
-import { TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
+import { type GetMasterchainInfoResponse, TonQueryService } from "../../gen/tonquery/v1/service_pb.ts";
 import { publicError, restStatus } from "../server/errors.ts";
 import { jsonBytes } from "../present/json-text.ts";
 import { nameRequest, type RequestRecord } from "../observability/request-context.ts";
@@ -13,7 +13,7 @@ import { TracesJsonEncoder } from "../encode/v3-json/traces.ts";
 import { writeTransactionsResponse } from "../encode/v3-json/transactions.ts";
 import { writeBlockTransactionsExt } from "../encode/v2-json/block-transactions.ts";
 import type { TonQueryServiceImpl } from "../service/service.ts";
-import { cacheControl, entityTag, notModified, TracePageFinality } from "./caching.ts";
+import { cacheControl, entityTag, notModified, smallEntityTag, TracePageFinality } from "./caching.ts";
 import { type BodySettings, plainBody, ResponseBody, type ResponseSink, sendBody, sendNotModified } from "./body.ts";
 import { adjacentTransactionsQuery, blockTransactionsExtQuery, tracesQuery } from "./queries.ts";
 
@@ -25,6 +25,8 @@ interface RestAnswer {
   body: Buffer[];
   /** What the ETag is computed over, when not the whole body. */
   content?: Buffer[];
+  /** The ETag, when the answer comes with it (an answer shared by several requests, hashed once). */
+  etag?: string;
   cacheControl: string;
 }
 
@@ -39,30 +41,21 @@ interface Route {
   handle(query: URLSearchParams, context: HandlerContext, body: ResponseBody): Promise<RestAnswer>;
 }
 
-/** A service method as the REST door calls it: `finish` runs while the request still holds its admission. */
-type ServiceCall<I, R> = (request: I, context: HandlerContext, finish: (response: R) => RestAnswer) => Promise<RestAnswer>;
-
 /**
- * Binds a v3 path to an RPC whose answer is presented from the typed response (the others are written from the rows
- * by src/encode/): parse the query into the RPC's request message (bad input throws InvalidArgument), call the same
- * service method the RPC doors call, present the result as toncenter's JSON with the Cache-Control that `caching`
- * gives the result (see caching.ts).
+ * masterchainInfo's JSON and ETag, made once per read of the range: the requests one read serves (see SharedRead)
+ * get the same blocks, hence the same answer. Keyed by the read's newest block, which they share.
  */
-function v3Route<I extends DescMessage, O extends DescMessage, R>(
-  method: DescMethodUnary<I, O>,
-  parse: (query: URLSearchParams) => MessageShape<I>,
-  call: ServiceCall<MessageShape<I>, R>,
-  present: (response: R, request: MessageShape<I>) => unknown,
-  caching: (response: R) => string,
-): Route {
-  return {
-    dialect: "v3",
-    method,
-    handle(query, context) {
-      const request = parse(query);
-      return call(request, context, (response) => ({ body: [jsonBytes(present(response, request))], cacheControl: caching(response) }));
-    },
-  };
+const masterchainAnswers = new WeakMap<object, RestAnswer>();
+
+function masterchainAnswer(response: GetMasterchainInfoResponse): RestAnswer {
+  const key = response.last ?? response;
+  let answer = masterchainAnswers.get(key);
+  if (answer === undefined) {
+    const body = jsonBytes(presentMasterchainInfo(response));
+    answer = { body: [body], etag: smallEntityTag(body), cacheControl: cacheControl.latestBlock };
+    masterchainAnswers.set(key, answer);
+  }
+  return answer;
 }
 
 export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
@@ -70,13 +63,13 @@ export function restRoutes(service: TonQueryServiceImpl): Map<string, Route> {
   return new Map([
     [
       "/api/v3/masterchainInfo",
-      v3Route(
-        m.getMasterchainInfo,
-        () => create(m.getMasterchainInfo.input),
-        (request, context, finish) => service.getMasterchainInfo(request, context, finish),
-        presentMasterchainInfo,
-        () => cacheControl.latestBlock,
-      ),
+      {
+        dialect: "v3",
+        method: m.getMasterchainInfo,
+        handle(_query, context) {
+          return service.getMasterchainInfo(create(m.getMasterchainInfo.input), context, masterchainAnswer);
+        },
+      },
     ],
     [
       "/api/v3/adjacentTransactions",
@@ -214,7 +207,7 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
   try {
     const answer = await found.handle(url.searchParams, context, body);
     if (await body.finish()) return;
-    const headers = { etag: await entityTag(answer.content ?? answer.body), "cache-control": answer.cacheControl };
+    const headers = { etag: answer.etag ?? (await entityTag(answer.content ?? answer.body)), "cache-control": answer.cacheControl };
     if (notModified(req.headers, headers.etag)) sendNotModified(res, headers, options.compression);
     else await sendBody(res, 200, answer.body, req.method === "HEAD", headers, options);
   } catch (err) {
