@@ -67,8 +67,7 @@ export async function selectAddressBook(
   const unknownCodes = new Set<string>();
   for (const { code_hash: codeHash, has_methods: hasMethods } of states) {
     if (!hasMethods || codeHash === null || interfacesOfCode.has(codeHash)) continue;
-    const known = interfacesByCode.get(codeHash);
-    if (known !== undefined || interfacesByCode.has(codeHash)) interfacesOfCode.set(codeHash, known ?? null);
+    if (interfacesByCode.has(codeHash)) interfacesOfCode.set(codeHash, interfacesByCode.get(codeHash) ?? null);
     else unknownCodes.add(codeHash);
   }
   if (unknownCodes.size > 0) {
