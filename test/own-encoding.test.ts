@@ -44,12 +44,16 @@ describe("a self-encoded response", () => {
     expect(Buffer.from(framed.subarray(5)).equals(Buffer.from(copy))).toBe(true);
   });
 
-  it("is built in one buffer that grows in place past its first size, and framed there", () => {
-    const parts = Array.from({ length: 300 }, (_, i) => new Uint8Array(1000 + i).fill(i & 0xff));
+  it.each([
+    ["a small page, in its first buffer", 3],
+    ["a large page, grown past its first buffer into one that grows in place", 300],
+  ])("is built in one buffer and framed there: %s", (_name, count) => {
+    const parts = Array.from({ length: count }, (_, i) => new Uint8Array(1000 + i).fill(i & 0xff));
     const page = new PageBytes();
     for (const part of parts) page.append(part);
     const bytes = page.finish();
     expect(Buffer.from(bytes).equals(Buffer.concat(parts))).toBe(true);
+    expect((bytes.buffer as ArrayBuffer).resizable).toBe(count > 3);
     const framed = encodeEnvelope(0, bytes);
     expect(framed.buffer).toBe(bytes.buffer);
     expect(Buffer.from(framed).equals(Buffer.from(encodeEnvelope(0, Buffer.concat(parts))))).toBe(true);
