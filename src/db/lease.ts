@@ -29,7 +29,9 @@ export async function leaseConnection(pool: Pool, stop: AbortSignal): Promise<po
     pool.bounds.connectMs,
   );
   try {
-    const connection = await untilAborted(AbortSignal.any([stop, bound.signal]), reserving);
+    // Two waits rather than AbortSignal.any: `stop` follows a long-lived signal (its member's down signal), to which
+    // every composite made from it would add a weak reference to be tracked and finalized.
+    const connection = await untilAborted(stop, untilAborted(bound.signal, reserving));
     if (stop.aborted) {
       connection.release();
       throw abortError(stop);
