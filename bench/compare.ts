@@ -1,0 +1,127 @@
+// Two full runs of the bench compared case by case, each figure as a ratio to its own floor in the same run, so that
+// runs on machines of different speed (this one's varies by a factor of two from day to day) can be read side by side.
+//
+//   node bench/compare.ts BEFORE.json AFTER.json [--title "round 2 → round 3"]
+
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import type { Protocol } from "./args.ts";
+import { type BenchResult, type RunResult, targetsSpec } from "./report.ts";
+
+/** The three figures the targets judge, for one case and door of one run; undefined where the run lacks them. */
+export interface FloorRatios {
+  /** p50 over the floor's p50 at concurrency 1 (lower is better). */
+  latencyAt1?: number;
+  /** req/s over the floor's at concurrency 16 (higher is better). */
+  throughputAt16?: number;
+  /** Server CPU over PostgreSQL CPU per request at concurrency 16 (lower is better). */
+  cpuAt16?: number;
+}
+
+export interface CaseComparison {
+  case: string;
+  protocol: Protocol;
+  before: FloorRatios;
+  after: FloorRatios;
+}
+
+const byKey = (runs: readonly RunResult[]) => new Map(runs.map((r) => [`${r.case}\u0000${r.protocol}\u0000${r.concurrency}`, r]));
+
+function floorRatios(runs: ReadonlyMap<string, RunResult>, caseId: string, protocol: Protocol): FloorRatios {
+  const get = (p: RunResult["protocol"], c: number) => runs.get(`${caseId}\u0000${p}\u0000${c}`);
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined && Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : undefined;
+  const c16 = targetsSpec.throughputConcurrency;
+  const at16 = get(protocol, c16);
+  return {
+    latencyAt1: ratio(get(protocol, 1)?.stats.p50, get("floor", 1)?.stats.p50),
+    throughputAt16: ratio(at16?.stats.rps, get("floor", c16)?.stats.rps),
+    cpuAt16: ratio(at16?.cpuPerRequestMs.server, at16?.cpuPerRequestMs.postgres),
+  };
+}
+
+/** Every case and door the after run measured that the before run measured too, in the after run's order. */
+export function compareRuns(before: readonly RunResult[], after: readonly RunResult[]): CaseComparison[] {
+  const beforeRuns = byKey(before);
+  const afterRuns = byKey(after);
+  const measuredBefore = new Set(before.map((r) => `${r.case}\u0000${r.protocol}`));
+  const seen = new Set<string>();
+  const comparisons: CaseComparison[] = [];
+  for (const r of after) {
+    if (r.protocol === "floor") continue;
+    const key = `${r.case}\u0000${r.protocol}`;
+    if (seen.has(key) || !measuredBefore.has(key)) continue;
+    seen.add(key);
+    comparisons.push({
+      case: r.case,
+      protocol: r.protocol,
+      before: floorRatios(beforeRuns, r.case, r.protocol),
+      after: floorRatios(afterRuns, r.case, r.protocol),
+    });
+  }
+  return comparisons;
+}
+
+type Figure = keyof FloorRatios;
+
+const lowerIsBetter: Record<Figure, boolean> = { latencyAt1: true, throughputAt16: false, cpuAt16: true };
+
+/** How many comparisons moved each way on one figure: better, worse, and those that hold the target before and after. */
+export function tally(comparisons: readonly CaseComparison[], figure: Figure, bound: (protocol: Protocol) => number) {
+  let better = 0;
+  let worse = 0;
+  let holdBefore = 0;
+  let holdAfter = 0;
+  const holds = (v: number, protocol: Protocol) => (lowerIsBetter[figure] ? v <= bound(protocol) : v >= bound(protocol));
+  for (const c of comparisons) {
+    const b = c.before[figure];
+    const a = c.after[figure];
+    if (b === undefined || a === undefined) continue;
+    if (a !== b) (a < b) === lowerIsBetter[figure] ? better++ : worse++;
+    if (holds(b, c.protocol)) holdBefore++;
+    if (holds(a, c.protocol)) holdAfter++;
+  }
+  return { better, worse, holdBefore, holdAfter };
+}
+
+const latencyBound = (protocol: Protocol) => (protocol === "rest" ? targetsSpec.floorRatio.rest : targetsSpec.floorRatio.rpc);
+const bounds: Record<Figure, (protocol: Protocol) => number> = {
+  latencyAt1: latencyBound,
+  throughputAt16: () => targetsSpec.throughputOfFloor,
+  cpuAt16: () => targetsSpec.serverCpuOfPostgres,
+};
+
+const figureTitles: Record<Figure, string> = {
+  latencyAt1: "p50 / floor's at c=1",
+  throughputAt16: "req/s / floor's at c=16",
+  cpuAt16: "server CPU / PostgreSQL's at c=16",
+};
+
+const ratioText = (v: number | undefined) => (v === undefined ? "—" : `×${v.toFixed(2)}`);
+
+/** The comparison as Markdown: a summary line per figure, then one row per case and door. */
+export function comparisonMarkdown(comparisons: readonly CaseComparison[], title: string): string {
+  const figures = Object.keys(figureTitles) as Figure[];
+  const lines = [`### ${title}`, ""];
+  for (const figure of figures) {
+    const t = tally(comparisons, figure, bounds[figure]);
+    lines.push(
+      `- ${figureTitles[figure]}: better in ${t.better}, worse in ${t.worse} of ${comparisons.length}; the target holds in ${t.holdBefore} before, ${t.holdAfter} after`,
+    );
+  }
+  lines.push("", `| case | door | ${figures.map((f) => `${figureTitles[f]}, before → after`).join(" | ")} |`, `|---|---|${figures.map(() => "--:").join("|")}|`);
+  for (const c of comparisons) {
+    lines.push(`| ${c.case} | ${c.protocol} | ${figures.map((f) => `${ratioText(c.before[f])} → ${ratioText(c.after[f])}`).join(" | ")} |`);
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+if (import.meta.main) {
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { title: { type: "string" } } });
+  if (positionals.length !== 2) {
+    console.error('usage: node bench/compare.ts BEFORE.json AFTER.json [--title "…"]');
+    process.exit(2);
+  }
+  const [before, after] = positionals.map((file) => JSON.parse(readFileSync(file, "utf8")) as BenchResult) as [BenchResult, BenchResult];
+  process.stdout.write(comparisonMarkdown(compareRuns(before.runs, after.runs), values.title ?? `${before.startedAt} → ${after.startedAt}`));
+}
