@@ -21,6 +21,8 @@ export interface FloorRatios {
 export interface CaseComparison {
   case: string;
   protocol: Protocol;
+  /** Whether the page targets judge the case (masterchainInfo has a target of its own). */
+  page: boolean;
   before: FloorRatios;
   after: FloorRatios;
 }
@@ -41,7 +43,7 @@ function floorRatios(runs: ReadonlyMap<string, RunResult>, caseId: string, proto
 }
 
 /** Every case and door the after run measured that the before run measured too, in the after run's order. */
-export function compareRuns(before: readonly RunResult[], after: readonly RunResult[]): CaseComparison[] {
+export function compareRuns(before: readonly RunResult[], after: readonly RunResult[], isPage: (caseId: string) => boolean): CaseComparison[] {
   const beforeRuns = byKey(before);
   const afterRuns = byKey(after);
   const measuredBefore = new Set(before.map((r) => `${r.case}\u0000${r.protocol}`));
@@ -55,6 +57,7 @@ export function compareRuns(before: readonly RunResult[], after: readonly RunRes
     comparisons.push({
       case: r.case,
       protocol: r.protocol,
+      page: isPage(r.case),
       before: floorRatios(beforeRuns, r.case, r.protocol),
       after: floorRatios(afterRuns, r.case, r.protocol),
     });
@@ -66,14 +69,20 @@ type Figure = keyof FloorRatios;
 
 const lowerIsBetter: Record<Figure, boolean> = { latencyAt1: true, throughputAt16: false, cpuAt16: true };
 
-/** How many comparisons moved each way on one figure: better, worse, and those that hold the target before and after. */
+/**
+ * How many page cases moved each way on one figure: better, worse, and those that hold the target before and after.
+ * `judged`: how many page comparisons there are.
+ */
 export function tally(comparisons: readonly CaseComparison[], figure: Figure, bound: (protocol: Protocol) => number) {
   let better = 0;
   let worse = 0;
   let holdBefore = 0;
   let holdAfter = 0;
+  let judged = 0;
   const holds = (v: number, protocol: Protocol) => (lowerIsBetter[figure] ? v <= bound(protocol) : v >= bound(protocol));
   for (const c of comparisons) {
+    if (!c.page) continue;
+    judged++;
     const b = c.before[figure];
     const a = c.after[figure];
     if (b === undefined || a === undefined) continue;
@@ -81,7 +90,7 @@ export function tally(comparisons: readonly CaseComparison[], figure: Figure, bo
     if (holds(b, c.protocol)) holdBefore++;
     if (holds(a, c.protocol)) holdAfter++;
   }
-  return { better, worse, holdBefore, holdAfter };
+  return { judged, better, worse, holdBefore, holdAfter };
 }
 
 const latencyBound = (protocol: Protocol) => (protocol === "rest" ? targetsSpec.floorRatio.rest : targetsSpec.floorRatio.rpc);
@@ -99,14 +108,14 @@ const figureTitles: Record<Figure, string> = {
 
 const ratioText = (v: number | undefined) => (v === undefined ? "—" : `×${v.toFixed(2)}`);
 
-/** The comparison as Markdown: a summary line per figure, then one row per case and door. */
+/** The comparison as Markdown: a summary line per figure (page cases only), then one row per case and door. */
 export function comparisonMarkdown(comparisons: readonly CaseComparison[], title: string): string {
   const figures = Object.keys(figureTitles) as Figure[];
   const lines = [`### ${title}`, ""];
   for (const figure of figures) {
     const t = tally(comparisons, figure, bounds[figure]);
     lines.push(
-      `- ${figureTitles[figure]}: better in ${t.better}, worse in ${t.worse} of ${comparisons.length}; the target holds in ${t.holdBefore} before, ${t.holdAfter} after`,
+      `- ${figureTitles[figure]}: better in ${t.better}, worse in ${t.worse} of ${t.judged} page cases and doors; the target holds in ${t.holdBefore} before, ${t.holdAfter} after`,
     );
   }
   lines.push("", `| case | door | ${figures.map((f) => `${figureTitles[f]}, before → after`).join(" | ")} |`, `|---|---|${figures.map(() => "--:").join("|")}|`);
@@ -123,5 +132,7 @@ if (import.meta.main) {
     process.exit(2);
   }
   const [before, after] = positionals.map((file) => JSON.parse(readFileSync(file, "utf8")) as BenchResult) as [BenchResult, BenchResult];
-  process.stdout.write(comparisonMarkdown(compareRuns(before.runs, after.runs), values.title ?? `${before.startedAt} → ${after.startedAt}`));
+  const pageMethods = new Set<string>(targetsSpec.pageMethods);
+  const isPage = (caseId: string) => after.cases.some((c) => c.id === caseId && pageMethods.has(c.method));
+  process.stdout.write(comparisonMarkdown(compareRuns(before.runs, after.runs, isPage), values.title ?? `${before.startedAt} → ${after.startedAt}`));
 }

@@ -105,6 +105,8 @@ export interface BenchResult {
 export const targetsSpec = {
   /** The page cases the floor targets judge: every trace, adjacentTransactions and getBlockTransactionsExt case. */
   pageOps: ["traces", "adjacentTransactions", "getBlockTransactionsExt"],
+  /** The handler methods of those cases, as a result's cases record them (bench/compare.ts). */
+  pageMethods: ["getTraces", "getAdjacentTransactions", "getBlockTransactionsExt"],
   /** Issue 25: at this concurrency every page case reaches this share of its floor's throughput (req/s)... */
   throughputConcurrency: 16,
   throughputOfFloor: 0.8,

@@ -13,6 +13,8 @@ function run(caseId: string, protocol: RunResult["protocol"], concurrency: numbe
   };
 }
 
+const page = (caseId: string) => caseId !== "masterchainInfo";
+
 describe("bench/compare.ts", () => {
   const before = [
     run("traces.hot.l100", "floor", 1, 10, 100),
@@ -34,7 +36,7 @@ describe("bench/compare.ts", () => {
   ];
 
   it("reads each figure against its own run's floor, so a slower machine alone changes nothing", () => {
-    const comparisons = compareRuns(before, after);
+    const comparisons = compareRuns(before, after, page);
     expect(comparisons.map((c) => `${c.case} ${c.protocol}`)).toEqual(["traces.hot.l100 rest", "traces.hot.l100 grpc"]);
     const [rest, grpc] = comparisons;
     expect(rest?.before).toEqual({ latencyAt1: 2, throughputAt16: 0.4, cpuAt16: 2 });
@@ -43,17 +45,24 @@ describe("bench/compare.ts", () => {
   });
 
   it("counts the cases that moved each way and those inside a target's bound", () => {
-    const comparisons = compareRuns(before, after);
-    expect(tally(comparisons, "latencyAt1", (p) => (p === "rest" ? 1.3 : 1.5))).toEqual({ better: 1, worse: 0, holdBefore: 1, holdAfter: 1 });
-    expect(tally(comparisons, "cpuAt16", () => 1)).toEqual({ better: 1, worse: 0, holdBefore: 1, holdAfter: 2 });
+    const comparisons = compareRuns(before, after, page);
+    expect(tally(comparisons, "latencyAt1", (p) => (p === "rest" ? 1.3 : 1.5))).toEqual({ judged: 2, better: 1, worse: 0, holdBefore: 1, holdAfter: 1 });
+    expect(tally(comparisons, "cpuAt16", () => 1)).toEqual({ judged: 2, better: 1, worse: 0, holdBefore: 1, holdAfter: 2 });
   });
 
-  it("leaves a figure out where a run lacks it, and prints one row per case and door", () => {
-    const comparisons = compareRuns([...before, run("traces.cold", "rest", 1, 9, 1)], [...after, run("traces.cold", "rest", 16, 9, 1)]);
-    expect(comparisons.at(-1)).toEqual({ case: "traces.cold", protocol: "rest", before: { latencyAt1: undefined, throughputAt16: undefined, cpuAt16: undefined }, after: { latencyAt1: undefined, throughputAt16: undefined, cpuAt16: 1 } });
+  it("leaves a figure out where a run lacks it, prints one row per case and door, and counts page cases only", () => {
+    const masterchainInfo = [run("masterchainInfo", "floor", 16, 1, 1000), run("masterchainInfo", "rest", 16, 1, 1500, 2, 1)];
+    const comparisons = compareRuns(
+      [...before, ...masterchainInfo, run("traces.cold", "rest", 1, 9, 1)],
+      [...after, ...masterchainInfo, run("traces.cold", "rest", 16, 9, 1)],
+      page,
+    );
+    expect(comparisons.map((c) => c.page)).toEqual([true, true, false, true]);
+    expect(comparisons.at(-1)).toEqual({ case: "traces.cold", protocol: "rest", page: true, before: { latencyAt1: undefined, throughputAt16: undefined, cpuAt16: undefined }, after: { latencyAt1: undefined, throughputAt16: undefined, cpuAt16: 1 } });
     const text = comparisonMarkdown(comparisons, "before → after");
     expect(text).toContain("| traces.hot.l100 | rest | ×2.00 → ×1.50 | ×0.40 → ×0.64 | ×2.00 → ×1.00 |");
     expect(text).toContain("| traces.cold | rest | — → — | — → — | — → ×1.00 |");
-    expect(text).toContain("- server CPU / PostgreSQL's at c=16: better in 1, worse in 0 of 3; the target holds in 1 before, 2 after");
+    expect(text).toContain("- server CPU / PostgreSQL's at c=16: better in 1, worse in 0 of 3 page cases and doors; the target holds in 1 before, 2 after");
+    expect(text).toContain("| masterchainInfo | rest | — → — | ×1.50 → ×1.50 | ×2.00 → ×2.00 |");
   });
 });
