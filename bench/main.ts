@@ -13,7 +13,7 @@ import { createProtocolClient } from "./clients.ts";
 import { Explainer, type StatementPlans } from "./explain.ts";
 import { runLoad } from "./load.ts";
 import { buildMixedScenarios, describeMixedScenario, runMixedScenario } from "./mixed.ts";
-import { cpuMeter, startServer, type ServerProcess } from "./monitor.ts";
+import { cpuMeter, machineCores, startServer, type ServerProcess } from "./monitor.ts";
 import type { Send } from "./load.ts";
 import {
   evaluateTargets,
@@ -73,6 +73,7 @@ async function measure(
     stats,
     cpuPerRequestMs: { server: per(spent.server), postgres: per(spent.postgres), bench: per(spent.bench) },
     peakRssMb: label.protocol === "floor" ? undefined : server?.takePeakRssMb(),
+    machineCores: machineCores(spent, stats.elapsedMs),
   };
   // Aborted requests may still keep the server and PostgreSQL busy: let them finish before the next run.
   if (aborted) {
@@ -89,8 +90,10 @@ async function measure(
   const shed = stats.deadlineExceeded > 0 ? `  504/DEADLINE_EXCEEDED ${stats.deadlineExceeded}` : "";
   const censored = stats.censored > 0 ? `  ${stats.censored} aborted at ${options.maxRunMs} ms` : "";
   const cpu = result.cpuPerRequestMs;
+  const machine = result.machineCores;
+  const rest = machine === undefined ? "" : `  cores: others ${machine.others.toFixed(2)} idle ${machine.idle.toFixed(2)} steal ${machine.steal.toFixed(2)}`;
   log(
-    `  ${label.protocol.padEnd(8)} c=${String(label.concurrency).padEnd(3)} p50 ${ms(stats.p50).padStart(7)} ms  p99 ${ms(stats.p99).padStart(7)} ms  ${stats.rps.toFixed(stats.rps < 10 ? 1 : 0).padStart(6)} req/s  n=${String(stats.n).padEnd(5)} cpu/req srv ${ms(cpu.server)} pg ${ms(cpu.postgres)} bench ${ms(cpu.bench)}${ratio}${censored}${shed}${errors}`,
+    `  ${label.protocol.padEnd(8)} c=${String(label.concurrency).padEnd(3)} p50 ${ms(stats.p50).padStart(7)} ms  p99 ${ms(stats.p99).padStart(7)} ms  ${stats.rps.toFixed(stats.rps < 10 ? 1 : 0).padStart(6)} req/s  n=${String(stats.n).padEnd(5)} cpu/req srv ${ms(cpu.server)} pg ${ms(cpu.postgres)} bench ${ms(cpu.bench)}${rest}${ratio}${censored}${shed}${errors}`,
   );
   return result;
 }

@@ -1,6 +1,7 @@
 // The server's child process and what the bench reads about it and PostgreSQL from /proc: resident memory
 // (VmRSS sampled every 50 ms, VmHWM the kernel's own peak) and CPU time (utime + stime, of the server, of every
-// postgres process, and of the bench process itself).
+// postgres process, and of the bench process itself), and the whole machine's (/proc/stat): what went to other
+// processes, what stayed idle and what the hypervisor took.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -76,6 +77,28 @@ export function postgresCpuDeltaMs(before: ReadonlyMap<string, number>, after: R
   return total;
 }
 
+/** The machine's CPU time since boot in ms, all cores together, from the first line of /proc/stat. */
+export interface MachineCpuMs {
+  /** Running anything: user, nice, system, irq, softirq (guest time is inside user). */
+  busy: number;
+  /** Idle, waiting for I/O included. */
+  idle: number;
+  /** Wanted by this machine but given to another guest by the hypervisor. */
+  steal: number;
+}
+
+export function parseMachineCpu(procStat: string): MachineCpuMs {
+  const line = procStat.split("\n", 1)[0] ?? "";
+  if (!line.startsWith("cpu ")) throw new Error(`not /proc/stat: ${JSON.stringify(line.slice(0, 40))}`);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number);
+  const ms = (ticks: number) => (ticks * 1000) / clockTicks;
+  return { busy: ms(user + nice + system + irq + softirq), idle: ms(idle + iowait), steal: ms(steal) };
+}
+
+function machineCpuMs(): MachineCpuMs {
+  return parseMachineCpu(readFileSync("/proc/stat", "utf8"));
+}
+
 export function benchCpuMs(): number {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
@@ -85,15 +108,17 @@ export interface CpuSpentMs {
   server: number;
   postgres: number;
   bench: number;
+  machine: MachineCpuMs;
 }
 
 /**
  * CPU spent between start() and stop() by the server process, by the given PostgreSQL backends (those connected to
- * the bench's database: other databases on the same PostgreSQL are not ours) and by the bench process.
+ * the bench's database: other databases on the same PostgreSQL are not ours), by the bench process, and by the
+ * machine as a whole.
  */
 export function cpuMeter(server: ServerProcess | undefined) {
-  const read = () => ({ server: server?.cpuMs() ?? 0, postgres: postgresCpu(), bench: benchCpuMs() });
-  let before = { server: 0, postgres: new Map<string, number>(), bench: 0 };
+  const read = () => ({ server: server?.cpuMs() ?? 0, postgres: postgresCpu(), bench: benchCpuMs(), machine: machineCpuMs() });
+  let before = { server: 0, postgres: new Map<string, number>(), bench: 0, machine: { busy: 0, idle: 0, steal: 0 } };
   let after = before;
   return {
     start() {
@@ -103,9 +128,25 @@ export function cpuMeter(server: ServerProcess | undefined) {
       after = read();
     },
     spentMs(backends: ReadonlySet<string>): CpuSpentMs {
-      return { server: after.server - before.server, postgres: postgresCpuDeltaMs(before.postgres, after.postgres, backends), bench: after.bench - before.bench };
+      return {
+        server: after.server - before.server,
+        postgres: postgresCpuDeltaMs(before.postgres, after.postgres, backends),
+        bench: after.bench - before.bench,
+        machine: { busy: after.machine.busy - before.machine.busy, idle: after.machine.idle - before.machine.idle, steal: after.machine.steal - before.machine.steal },
+      };
     },
   };
+}
+
+/**
+ * What the rest of the machine did over a run of `elapsedMs`, in cores: processes other than the three measured
+ * (another bench, PostgreSQL's own background processes, the system), idle time, and time the hypervisor gave to
+ * other guests. Where the three measured ones leave cores over, these say whether they were free or taken.
+ */
+export function machineCores(spent: CpuSpentMs, elapsedMs: number): { others: number; idle: number; steal: number } {
+  const cores = (cpuMs: number) => (elapsedMs > 0 ? cpuMs / elapsedMs : Number.NaN);
+  const ours = spent.server + spent.postgres + spent.bench;
+  return { others: cores(Math.max(0, spent.machine.busy - ours)), idle: cores(spent.machine.idle), steal: cores(spent.machine.steal) };
 }
 
 /**

@@ -18,6 +18,11 @@ export interface RunResult {
   cpuPerRequestMs: { server: number; postgres: number; bench: number };
   /** Peak VmRSS of the server during the run (server runs only). */
   peakRssMb?: number;
+  /**
+   * The rest of the machine during the run, in cores (CPU ms over the run's ms): processes other than the server,
+   * the bench's PostgreSQL backends and the bench; idle; taken by the hypervisor. Absent from runs before round3i.
+   */
+  machineCores?: { others: number; idle: number; steal: number };
 }
 
 /** One kind of request of a mixed-load scenario: the heavy clients' pages, or one probe. */
@@ -184,7 +189,9 @@ const cores = (cpuMsPerRequest: number, rps: number) => (cpuMsPerRequest * rps) 
  */
 function cpuShareReason(run: RunResult, cpus: number, unit: string): string {
   const c = run.cpuPerRequestMs;
-  return `server CPU ${ms(c.server)} ms vs PostgreSQL ${ms(c.postgres)} ms per ${unit}; the server's CPU makes up ${fmt(cores(c.server, run.stats.rps), 2)} of the ${cpus} cores at c${run.concurrency}, PostgreSQL's ${fmt(cores(c.postgres, run.stats.rps), 2)}, the load generator's ${fmt(cores(c.bench, run.stats.rps), 2)}`;
+  const m = run.machineCores;
+  const rest = m === undefined ? "" : `, other processes ${fmt(m.others, 2)}, idle ${fmt(m.idle, 2)}, taken by the hypervisor ${fmt(m.steal, 2)}`;
+  return `server CPU ${ms(c.server)} ms vs PostgreSQL ${ms(c.postgres)} ms per ${unit}; the server's CPU makes up ${fmt(cores(c.server, run.stats.rps), 2)} of the ${cpus} cores at c${run.concurrency}, PostgreSQL's ${fmt(cores(c.postgres, run.stats.rps), 2)}, the load generator's ${fmt(cores(c.bench, run.stats.rps), 2)}${rest}`;
 }
 
 /** "12% above the bound", "3% below it": how far a ratio is from its bound, for the passing lines' margins. */
