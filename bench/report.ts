@@ -20,7 +20,7 @@ export interface RunResult {
   peakRssMb?: number;
   /**
    * The rest of the machine during the run, in cores (CPU ms over the run's ms): processes other than the server,
-   * the bench's PostgreSQL backends and the bench; idle; taken by the hypervisor. Absent from runs before round3i.
+   * the bench's PostgreSQL backends and the bench; idle; taken by the hypervisor. Absent from round3h and earlier runs.
    */
   machineCores?: { others: number; idle: number; steal: number };
 }

@@ -60,7 +60,7 @@ describe("the bench's targets", () => {
     expect(why).toMatch(/the server's CPU makes up 0\.98 of the 2 cores at c16/);
     expect(why).toMatch(/the floor's PostgreSQL 15\.9 ms \+ its client 9\.10 ms per request/);
     expect(throughput.detail).toMatch(/^1\/2 hold; worst traces\.hot\.l100 rest ×0\.42/);
-    // Runs before round3i did not measure the rest of the machine, and their reasons do not pretend to.
+    // Runs up to round3h did not measure the rest of the machine, and their reasons do not pretend to.
     expect(why).not.toMatch(/hypervisor/);
   });
 
