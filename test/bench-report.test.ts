@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LatencyStats } from "../bench/load.ts";
-import { machineCores, parseMachineCpu } from "../bench/monitor.ts";
+import { machineCores, parseMachineCpu, postgresCpuDeltaMs, type PostgresProcessCpu } from "../bench/monitor.ts";
 import { evaluateTargets, targetsText, type RunResult, type Target } from "../bench/report.ts";
 import type { BenchCase, DatasetFacts } from "../bench/cases.ts";
 
@@ -142,5 +142,29 @@ describe("the bench's reading of the whole machine", () => {
     expect(machineCores(spent, 2_000)).toEqual({ others: 0.1, idle: 0.8, steal: 0.2 });
     // The bench's PostgreSQL backends and the machine are read a moment apart: a busy total below theirs is none.
     expect(machineCores({ ...spent, machine: { busy: 1_700, idle: 0, steal: 0 } }, 2_000).others).toBe(0);
+  });
+});
+
+describe("the bench's reading of PostgreSQL's CPU", () => {
+  const reading = (entries: [string, PostgresProcessCpu][]) => new Map(entries);
+
+  it("counts the parallel workers a backend's statements started, which have exited by the next reading", () => {
+    // A postmaster (pid 100) with the bench's backend 201 and another database's 301. Between the readings the
+    // backend's statement ran two parallel workers, which the postmaster reaped: their CPU is in its children's time.
+    const before = reading([
+      ["100", { ms: 50, parent: "1", exitedChildrenMs: 1_000 }],
+      ["201", { ms: 400, parent: "100", exitedChildrenMs: 0 }],
+      ["301", { ms: 900, parent: "100", exitedChildrenMs: 0 }],
+    ]);
+    const after = reading([
+      ["100", { ms: 51, parent: "1", exitedChildrenMs: 1_700 }],
+      ["201", { ms: 650, parent: "100", exitedChildrenMs: 0 }],
+      ["301", { ms: 990, parent: "100", exitedChildrenMs: 0 }],
+      ["202", { ms: 30, parent: "100", exitedChildrenMs: 0 }],
+    ]);
+    expect(postgresCpuDeltaMs(before, after, new Set(["201", "202"]))).toBe(250 + 30 + 700);
+    // Another instance's postmaster (the scale-out bench's own primary) is not the bench's backends' parent.
+    const elsewhere = reading([...after, ["500", { ms: 5, parent: "1", exitedChildrenMs: 9_999 }]]);
+    expect(postgresCpuDeltaMs(before, elsewhere, new Set(["201", "202"]))).toBe(250 + 30 + 700);
   });
 });
