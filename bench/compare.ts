@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { Protocol } from "./args.ts";
-import { type BenchResult, type RunResult, targetsSpec } from "./report.ts";
+import { type BenchResult, findRun, floorRatioBound, type RunResult, targetsSpec } from "./report.ts";
 
 /** The three figures the targets judge, for one case and door of one run; undefined where the run lacks them. */
 export interface FloorRatios {
@@ -27,10 +27,8 @@ export interface CaseComparison {
   after: FloorRatios;
 }
 
-const byKey = (runs: readonly RunResult[]) => new Map(runs.map((r) => [`${r.case}\u0000${r.protocol}\u0000${r.concurrency}`, r]));
-
-function floorRatios(runs: ReadonlyMap<string, RunResult>, caseId: string, protocol: Protocol): FloorRatios {
-  const get = (p: RunResult["protocol"], c: number) => runs.get(`${caseId}\u0000${p}\u0000${c}`);
+function floorRatios(runs: readonly RunResult[], caseId: string, protocol: Protocol): FloorRatios {
+  const get = (p: RunResult["protocol"], c: number) => findRun(runs, caseId, p, c);
   const ratio = (a: number | undefined, b: number | undefined) =>
     a !== undefined && b !== undefined && Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : undefined;
   const c16 = targetsSpec.throughputConcurrency;
@@ -44,22 +42,17 @@ function floorRatios(runs: ReadonlyMap<string, RunResult>, caseId: string, proto
 
 /** Every case and door the after run measured that the before run measured too, in the after run's order. */
 export function compareRuns(before: readonly RunResult[], after: readonly RunResult[], isPage: (caseId: string) => boolean): CaseComparison[] {
-  const beforeRuns = byKey(before);
-  const afterRuns = byKey(after);
-  const measuredBefore = new Set(before.map((r) => `${r.case}\u0000${r.protocol}`));
-  const seen = new Set<string>();
   const comparisons: CaseComparison[] = [];
   for (const r of after) {
     if (r.protocol === "floor") continue;
-    const key = `${r.case}\u0000${r.protocol}`;
-    if (seen.has(key) || !measuredBefore.has(key)) continue;
-    seen.add(key);
+    const same = (other: { case: string; protocol: RunResult["protocol"] }) => other.case === r.case && other.protocol === r.protocol;
+    if (comparisons.some(same) || !before.some(same)) continue;
     comparisons.push({
       case: r.case,
       protocol: r.protocol,
       page: isPage(r.case),
-      before: floorRatios(beforeRuns, r.case, r.protocol),
-      after: floorRatios(afterRuns, r.case, r.protocol),
+      before: floorRatios(before, r.case, r.protocol),
+      after: floorRatios(after, r.case, r.protocol),
     });
   }
   return comparisons;
@@ -67,11 +60,16 @@ export function compareRuns(before: readonly RunResult[], after: readonly RunRes
 
 type Figure = keyof FloorRatios;
 
-const lowerIsBetter: Record<Figure, boolean> = { latencyAt1: true, throughputAt16: false, cpuAt16: true };
+/** Each figure's title, which way is better, and the bound its target sets. */
+const figures: Record<Figure, { title: string; lowerIsBetter: boolean; bound: (protocol: Protocol) => number }> = {
+  latencyAt1: { title: "p50 / floor's at c=1", lowerIsBetter: true, bound: floorRatioBound },
+  throughputAt16: { title: "req/s / floor's at c=16", lowerIsBetter: false, bound: () => targetsSpec.throughputOfFloor },
+  cpuAt16: { title: "server CPU / PostgreSQL's at c=16", lowerIsBetter: true, bound: () => targetsSpec.serverCpuOfPostgres },
+};
 
 /**
- * How many page cases moved each way on one figure: better, worse, and those that hold the target before and after.
- * `judged`: how many page comparisons there are.
+ * How many page cases moved each way on one figure: better, worse, and those that hold the target before and after;
+ * `judged`, how many page cases and doors there are.
  */
 export function tally(comparisons: readonly CaseComparison[], figure: Figure, bound: (protocol: Protocol) => number) {
   let better = 0;
@@ -79,48 +77,36 @@ export function tally(comparisons: readonly CaseComparison[], figure: Figure, bo
   let holdBefore = 0;
   let holdAfter = 0;
   let judged = 0;
-  const holds = (v: number, protocol: Protocol) => (lowerIsBetter[figure] ? v <= bound(protocol) : v >= bound(protocol));
+  const { lowerIsBetter } = figures[figure];
+  const holds = (v: number, protocol: Protocol) => (lowerIsBetter ? v <= bound(protocol) : v >= bound(protocol));
   for (const c of comparisons) {
     if (!c.page) continue;
     judged++;
     const b = c.before[figure];
     const a = c.after[figure];
     if (b === undefined || a === undefined) continue;
-    if (a !== b) (a < b) === lowerIsBetter[figure] ? better++ : worse++;
+    if (a !== b) (a < b) === lowerIsBetter ? better++ : worse++;
     if (holds(b, c.protocol)) holdBefore++;
     if (holds(a, c.protocol)) holdAfter++;
   }
   return { judged, better, worse, holdBefore, holdAfter };
 }
 
-const latencyBound = (protocol: Protocol) => (protocol === "rest" ? targetsSpec.floorRatio.rest : targetsSpec.floorRatio.rpc);
-const bounds: Record<Figure, (protocol: Protocol) => number> = {
-  latencyAt1: latencyBound,
-  throughputAt16: () => targetsSpec.throughputOfFloor,
-  cpuAt16: () => targetsSpec.serverCpuOfPostgres,
-};
-
-const figureTitles: Record<Figure, string> = {
-  latencyAt1: "p50 / floor's at c=1",
-  throughputAt16: "req/s / floor's at c=16",
-  cpuAt16: "server CPU / PostgreSQL's at c=16",
-};
-
 const ratioText = (v: number | undefined) => (v === undefined ? "—" : `×${v.toFixed(2)}`);
 
 /** The comparison as Markdown: a summary line per figure (page cases only), then one row per case and door. */
 export function comparisonMarkdown(comparisons: readonly CaseComparison[], title: string): string {
-  const figures = Object.keys(figureTitles) as Figure[];
+  const order = Object.keys(figures) as Figure[];
   const lines = [`### ${title}`, ""];
-  for (const figure of figures) {
-    const t = tally(comparisons, figure, bounds[figure]);
+  for (const figure of order) {
+    const t = tally(comparisons, figure, figures[figure].bound);
     lines.push(
-      `- ${figureTitles[figure]}: better in ${t.better}, worse in ${t.worse} of ${t.judged} page cases and doors; the target holds in ${t.holdBefore} before, ${t.holdAfter} after`,
+      `- ${figures[figure].title}: better in ${t.better}, worse in ${t.worse} of ${t.judged} page cases and doors; the target holds in ${t.holdBefore} before, ${t.holdAfter} after`,
     );
   }
-  lines.push("", `| case | door | ${figures.map((f) => `${figureTitles[f]}, before → after`).join(" | ")} |`, `|---|---|${figures.map(() => "--:").join("|")}|`);
+  lines.push("", `| case | door | ${order.map((f) => `${figures[f].title}, before → after`).join(" | ")} |`, `|---|---|${order.map(() => "--:").join("|")}|`);
   for (const c of comparisons) {
-    lines.push(`| ${c.case} | ${c.protocol} | ${figures.map((f) => `${ratioText(c.before[f])} → ${ratioText(c.after[f])}`).join(" | ")} |`);
+    lines.push(`| ${c.case} | ${c.protocol} | ${order.map((f) => `${ratioText(c.before[f])} → ${ratioText(c.after[f])}`).join(" | ")} |`);
   }
   return `${lines.join("\n")}\n`;
 }

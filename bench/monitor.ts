@@ -41,7 +41,7 @@ function statusField(pid: number, field: string): number {
   }
 }
 
-/** A process's CPU from /proc/<pid>/stat, or undefined when it is gone. */
+/** A process's CPU from /proc/<pid>/stat (`ms`: utime + stime), or undefined when it is gone. */
 function processStat(pid: number | string): { comm: string; parent: string; ms: number; exitedChildrenMs: number } | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -60,11 +60,6 @@ function processStat(pid: number | string): { comm: string; parent: string; ms: 
   } catch {
     return undefined;
   }
-}
-
-/** utime + stime of a process in ms, or undefined when it is gone. */
-function processCpuMs(pid: number | string): number | undefined {
-  return processStat(pid)?.ms;
 }
 
 /**
@@ -270,15 +265,15 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
       return p;
     },
     memory: () => ({ rssMb: statusField(pid, "VmRSS"), hwmMb: statusField(pid, "VmHWM") }),
-    cpuMs: () => processCpuMs(pid) ?? Number.NaN,
+    cpuMs: () => processStat(pid)?.ms ?? Number.NaN,
     exit: () => exit,
     lifetimePeakRssMb: () => lifetimePeak,
     async waitIdle() {
       const deadline = Date.now() + 60_000;
-      let last = processCpuMs(pid) ?? 0;
+      let last = processStat(pid)?.ms ?? 0;
       while (Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 300));
-        const now = processCpuMs(pid) ?? 0;
+        const now = processStat(pid)?.ms ?? 0;
         if (now - last < 15) return;
         last = now;
       }

@@ -134,6 +134,9 @@ export const targetsSpec = {
   mixedProbeP99Ms: 100,
 };
 
+/** The concurrency-1 bound of a door's p50 over the floor's (issue 14). */
+export const floorRatioBound = (protocol: RunProtocol) => (protocol === "rest" ? targetsSpec.floorRatio.rest : targetsSpec.floorRatio.rpc);
+
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : "—");
 const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)) : "—");
 
@@ -202,7 +205,7 @@ function margin(value: number, bound: number, higherIsBetter: boolean): string {
 
 const runLabel = (r: RunResult) => `${r.case} ${r.protocol}`;
 
-function find(runs: readonly RunResult[], caseId: string, protocol: RunProtocol, concurrency: number): RunResult | undefined {
+export function findRun(runs: readonly RunResult[], caseId: string, protocol: RunProtocol, concurrency: number): RunResult | undefined {
   return runs.find((r) => r.case === caseId && r.protocol === protocol && r.concurrency === concurrency);
 }
 
@@ -234,7 +237,7 @@ export function evaluateTargets(
     let checked = 0;
     let tightest: { run: RunResult; ratio: number } | undefined;
     for (const r of pageRunsAt16) {
-      const floor = find(runs, r.case, "floor", c16);
+      const floor = findRun(runs, r.case, "floor", c16);
       if (floor === undefined || !(floor.stats.rps > 0)) continue;
       checked++;
       const ratio = r.stats.rps / floor.stats.rps;
@@ -288,10 +291,10 @@ export function evaluateTargets(
     let checked = 0;
     let worst: { run: RunResult; ratio: number; bound: number } | undefined;
     for (const r of serverRuns.filter((r) => r.concurrency === 1 && pageCases.has(r.case))) {
-      const floor = find(runs, r.case, "floor", 1);
+      const floor = findRun(runs, r.case, "floor", 1);
       if (floor === undefined || !(floor.stats.p50 > 0)) continue;
       checked++;
-      const bound = r.protocol === "rest" ? targetsSpec.floorRatio.rest : targetsSpec.floorRatio.rpc;
+      const bound = floorRatioBound(r.protocol);
       const ratio = r.stats.p50 / floor.stats.p50;
       if (worst === undefined || ratio / bound > worst.ratio / worst.bound) worst = { run: r, ratio, bound };
       if (!(ratio <= bound)) failures.push(`${runLabel(r)}: ${ms(r.stats.p50)} ms vs floor ${ms(floor.stats.p50)} ms (×${fmt(ratio, 2)} > ${bound}); ${floorGapReason(r, floor, bound)}`);
@@ -334,7 +337,7 @@ export function evaluateTargets(
     const excused: string[] = [];
     const failures: string[] = [];
     for (const r of atBound.filter((r) => (r.stats.deadlineExceeded ?? 0) > 0)) {
-      const floor = find(runs, r.case, "floor", r.concurrency);
+      const floor = findRun(runs, r.case, "floor", r.concurrency);
       const line = `${runLabel(r)}: ${r.stats.deadlineExceeded} past the deadline, ${r.stats.n} answered${floor ? `; floor p50 ${latency(floor.stats.p50, deadlineMs)} ms, p99 ${latency(floor.stats.p99, deadlineMs)} ms` : ""}`;
       if (floor !== undefined && floor.stats.p99 >= deadlineMs) excused.push(line);
       else failures.push(line);
@@ -352,8 +355,8 @@ export function evaluateTargets(
 
   {
     const c = targetsSpec.masterchainInfoConcurrency;
-    const run = find(serverRuns, "masterchainInfo", "rest", c);
-    const floor = find(runs, "masterchainInfo", "floor", c);
+    const run = findRun(serverRuns, "masterchainInfo", "rest", c);
+    const floor = findRun(runs, "masterchainInfo", "floor", c);
     const ratio = run && floor ? run.stats.rps / floor.stats.rps : Number.NaN;
     const pass = run === undefined || floor === undefined ? null : ratio >= targetsSpec.masterchainInfoOfFloor;
     targets.push({
@@ -378,7 +381,7 @@ export function evaluateTargets(
       const cold = cases.find((c) => c.tags.op === "traces" && c.tags.selector === "cold" && c.tags.limit === hot.tags.limit && !c.tags.actions && !c.tags.offset);
       if (cold === undefined) continue;
       for (const r of serverRuns.filter((r) => r.case === hot.id && r.concurrency === 1)) {
-        const rc = find(runs, cold.id, r.protocol, 1);
+        const rc = findRun(runs, cold.id, r.protocol, 1);
         if (rc === undefined) continue;
         checked++;
         const ratio = r.stats.p50 / rc.stats.p50;
@@ -548,7 +551,7 @@ export function markdown(result: BenchResult): string {
   );
   for (const c of result.cases) {
     for (const r of result.runs.filter((r) => r.case === c.id && r.protocol !== "floor")) {
-      const floor = find(result.runs, r.case, "floor", r.concurrency);
+      const floor = findRun(result.runs, r.case, "floor", r.concurrency);
       const ratio = floor ? r.stats.p50 / floor.stats.p50 : Number.NaN;
       const lat = (v: number) => latency(v, result.options.maxRunMs);
       const rps = (v: number) => fmt(v, v < 10 ? 1 : 0);
