@@ -74,6 +74,7 @@ async function measure(
     cpuPerRequestMs: { server: per(spent.server), postgres: per(spent.postgres), bench: per(spent.bench) },
     peakRssMb: label.protocol === "floor" ? undefined : server?.takePeakRssMb(),
     machineCores: machineCores(spent, stats.elapsedMs),
+    ...(label.protocol !== "floor" && server !== undefined && { eventLoopPerRequestMs: { run: per(spent.eventLoop.runMs), wait: per(spent.eventLoop.waitMs) } }),
   };
   // Aborted requests may still keep the server and PostgreSQL busy: let them finish before the next run.
   if (aborted) {
@@ -91,7 +92,10 @@ async function measure(
   const censored = stats.censored > 0 ? `  ${stats.censored} aborted at ${options.maxRunMs} ms` : "";
   const cpu = result.cpuPerRequestMs;
   const machine = result.machineCores;
-  const rest = machine === undefined ? "" : `  cores: others ${machine.others.toFixed(2)} idle ${machine.idle.toFixed(2)} steal ${machine.steal.toFixed(2)}`;
+  const loop = result.eventLoopPerRequestMs;
+  const rest =
+    (machine === undefined ? "" : `  cores: others ${machine.others.toFixed(2)} idle ${machine.idle.toFixed(2)} steal ${machine.steal.toFixed(2)}`) +
+    (loop === undefined ? "" : `  loop/req run ${ms(loop.run)} wait ${ms(loop.wait)}`);
   log(
     `  ${label.protocol.padEnd(8)} c=${String(label.concurrency).padEnd(3)} p50 ${ms(stats.p50).padStart(7)} ms  p99 ${ms(stats.p99).padStart(7)} ms  ${stats.rps.toFixed(stats.rps < 10 ? 1 : 0).padStart(6)} req/s  n=${String(stats.n).padEnd(5)} cpu/req srv ${ms(cpu.server)} pg ${ms(cpu.postgres)} bench ${ms(cpu.bench)}${rest}${ratio}${censored}${shed}${errors}`,
   );

@@ -1,7 +1,8 @@
 // The server's child process and what the bench reads about it and PostgreSQL from /proc: resident memory
 // (VmRSS sampled every 50 ms, VmHWM the kernel's own peak) and CPU time (utime + stime, of the server, of every
 // postgres process, and of the bench process itself), and the whole machine's (/proc/stat): what went to other
-// processes, what stayed idle and what the hypervisor took.
+// processes, what stayed idle and what the hypervisor took; and the server's event loop thread's schedule (time on a
+// core, time waiting for one), the one thread every request passes through.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -18,6 +19,8 @@ export interface ServerProcess {
   /** Current VmRSS and the kernel's high-water mark VmHWM, in MB. */
   memory(): { rssMb: number; hwmMb: number };
   cpuMs(): number;
+  /** Its main thread's (the event loop's) time on a core and waiting for one, from schedstat. */
+  eventLoop(): ThreadSchedule;
   /** How the process ended, if it did (a crash, an out-of-memory kill). */
   exit(): { code: number | null; signal: string | null } | undefined;
   /** Highest VmRSS the sampler saw over the process's whole life, in MB. */
@@ -59,6 +62,29 @@ function processStat(pid: number | string): { comm: string; parent: string; ms: 
     };
   } catch {
     return undefined;
+  }
+}
+
+/** A thread's time on a core and time runnable but waiting for one (the run queue), in ms since it started. */
+export interface ThreadSchedule {
+  runMs: number;
+  waitMs: number;
+}
+
+/** /proc/<pid>/task/<tid>/schedstat: nanoseconds on a core, nanoseconds waiting on the run queue, timeslices. */
+export function parseSchedstat(text: string): ThreadSchedule {
+  const [run, wait] = text.trim().split(/\s+/).map(Number);
+  if (run === undefined || wait === undefined || !Number.isFinite(run) || !Number.isFinite(wait)) {
+    throw new Error(`not a schedstat line: ${JSON.stringify(text.slice(0, 40))}`);
+  }
+  return { runMs: run / 1e6, waitMs: wait / 1e6 };
+}
+
+function threadSchedule(pid: number, tid: number): ThreadSchedule {
+  try {
+    return parseSchedstat(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8"));
+  } catch {
+    return { runMs: Number.NaN, waitMs: Number.NaN };
   }
 }
 
@@ -142,6 +168,8 @@ export interface CpuSpentMs {
   postgres: number;
   bench: number;
   machine: MachineCpuMs;
+  /** The server's event loop thread: on a core and waiting for one (part of `server` is its other threads: the collector's helpers, libuv). */
+  eventLoop: ThreadSchedule;
 }
 
 /**
@@ -150,8 +178,20 @@ export interface CpuSpentMs {
  * machine as a whole.
  */
 export function cpuMeter(server: ServerProcess | undefined) {
-  const read = () => ({ server: server?.cpuMs() ?? 0, postgres: postgresCpu(), bench: benchCpuMs(), machine: machineCpuMs() });
-  let before = { server: 0, postgres: new Map<string, PostgresProcessCpu>(), bench: 0, machine: { busy: 0, idle: 0, steal: 0 } };
+  const read = () => ({
+    server: server?.cpuMs() ?? 0,
+    postgres: postgresCpu(),
+    bench: benchCpuMs(),
+    machine: machineCpuMs(),
+    eventLoop: server?.eventLoop() ?? { runMs: 0, waitMs: 0 },
+  });
+  let before = {
+    server: 0,
+    postgres: new Map<string, PostgresProcessCpu>(),
+    bench: 0,
+    machine: { busy: 0, idle: 0, steal: 0 },
+    eventLoop: { runMs: 0, waitMs: 0 },
+  };
   let after = before;
   return {
     start() {
@@ -166,6 +206,7 @@ export function cpuMeter(server: ServerProcess | undefined) {
         postgres: postgresCpuDeltaMs(before.postgres, after.postgres, backends),
         bench: after.bench - before.bench,
         machine: { busy: after.machine.busy - before.machine.busy, idle: after.machine.idle - before.machine.idle, steal: after.machine.steal - before.machine.steal },
+        eventLoop: { runMs: after.eventLoop.runMs - before.eventLoop.runMs, waitMs: after.eventLoop.waitMs - before.eventLoop.waitMs },
       };
     },
   };
@@ -176,7 +217,7 @@ export function cpuMeter(server: ServerProcess | undefined) {
  * (another bench, PostgreSQL's own background processes, the system), idle time, and time the hypervisor gave to
  * other guests. Where the three measured ones leave cores over, these say whether they were free or taken.
  */
-export function machineCores(spent: CpuSpentMs, elapsedMs: number): { others: number; idle: number; steal: number } {
+export function machineCores(spent: Omit<CpuSpentMs, "eventLoop">, elapsedMs: number): { others: number; idle: number; steal: number } {
   const cores = (cpuMs: number) => (elapsedMs > 0 ? cpuMs / elapsedMs : Number.NaN);
   const ours = spent.server + spent.postgres + spent.bench;
   return { others: cores(Math.max(0, spent.machine.busy - ours)), idle: cores(spent.machine.idle), steal: cores(spent.machine.steal) };
@@ -266,6 +307,7 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
     },
     memory: () => ({ rssMb: statusField(pid, "VmRSS"), hwmMb: statusField(pid, "VmHWM") }),
     cpuMs: () => processStat(pid)?.ms ?? Number.NaN,
+    eventLoop: () => threadSchedule(pid, pid),
     exit: () => exit,
     lifetimePeakRssMb: () => lifetimePeak,
     async waitIdle() {

@@ -23,6 +23,12 @@ export interface RunResult {
    * the bench's PostgreSQL backends and the bench; idle; taken by the hypervisor. Absent from round3h and earlier runs.
    */
   machineCores?: { others: number; idle: number; steal: number };
+  /**
+   * The server's event loop thread per completed request, in ms: on a core, and runnable but waiting for one (the
+   * run queue: the cores were taken by PostgreSQL, the load generator or the server's own other threads). Their sum
+   * over the run's time is how busy the one thread every request passes through was. Absent from round3i and earlier.
+   */
+  eventLoopPerRequestMs?: { run: number; wait: number };
 }
 
 /** One kind of request of a mixed-load scenario: the heavy clients' pages, or one probe. */
@@ -179,7 +185,9 @@ function shedSummary(runs: number, shed: number): string {
 function floorGapReason(run: RunResult, floor: RunResult, bound: number): string {
   const over = run.stats.p50 - floor.stats.p50;
   const allowed = (bound - 1) * floor.stats.p50;
-  return `${ms(over)} ms over the floor where ${ms(allowed)} ms is allowed; server CPU ${ms(run.cpuPerRequestMs.server)} ms/req`;
+  const loop = run.eventLoopPerRequestMs;
+  const waited = loop === undefined ? "" : `, its event loop ${ms(loop.run)} ms on a core and ${ms(loop.wait)} ms waiting for one`;
+  return `${ms(over)} ms over the floor where ${ms(allowed)} ms is allowed; server CPU ${ms(run.cpuPerRequestMs.server)} ms/req${waited}`;
 }
 
 /** CPU of a run in cores: CPU per request × requests per second. */
@@ -194,7 +202,18 @@ function cpuShareReason(run: RunResult, cpus: number, unit: string): string {
   const c = run.cpuPerRequestMs;
   const m = run.machineCores;
   const rest = m === undefined ? "" : `, other processes ${fmt(m.others, 2)}, idle ${fmt(m.idle, 2)}, taken by the hypervisor ${fmt(m.steal, 2)}`;
-  return `server CPU ${ms(c.server)} ms vs PostgreSQL ${ms(c.postgres)} ms per ${unit}; the server's CPU makes up ${fmt(cores(c.server, run.stats.rps), 2)} of the ${cpus} cores at c${run.concurrency}, PostgreSQL's ${fmt(cores(c.postgres, run.stats.rps), 2)}, the load generator's ${fmt(cores(c.bench, run.stats.rps), 2)}${rest}`;
+  return `${eventLoopReason(run)}server CPU ${ms(c.server)} ms vs PostgreSQL ${ms(c.postgres)} ms per ${unit}; the server's CPU makes up ${fmt(cores(c.server, run.stats.rps), 2)} of the ${cpus} cores at c${run.concurrency}, PostgreSQL's ${fmt(cores(c.postgres, run.stats.rps), 2)}, the load generator's ${fmt(cores(c.bench, run.stats.rps), 2)}${rest}`;
+}
+
+/**
+ * The server's event loop at the run's rate: what it spent on a core and waiting for one per request, and the share
+ * of the run's time the two fill. Near 1 the one thread is the bottleneck; its waiting is time the cores went to
+ * other processes (or the server's own other threads) while it had work.
+ */
+function eventLoopReason(run: RunResult): string {
+  const loop = run.eventLoopPerRequestMs;
+  if (loop === undefined) return "";
+  return `the server's event loop ran ${ms(loop.run)} ms and waited ${ms(loop.wait)} ms for a core per request, busy ${fmt(cores(loop.run + loop.wait, run.stats.rps), 2)} of its time; `;
 }
 
 /** "12% above the bound", "3% below it": how far a ratio is from its bound, for the passing lines' margins. */

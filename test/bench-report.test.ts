@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { LatencyStats } from "../bench/load.ts";
-import { machineCores, parseMachineCpu, postgresCpuDeltaMs, type PostgresProcessCpu } from "../bench/monitor.ts";
+import { machineCores, parseMachineCpu, parseSchedstat, postgresCpuDeltaMs, type PostgresProcessCpu } from "../bench/monitor.ts";
 import { evaluateTargets, targetsText, type RunResult, type Target } from "../bench/report.ts";
 import type { BenchCase, DatasetFacts } from "../bench/cases.ts";
 
@@ -74,6 +74,20 @@ describe("the bench's targets", () => {
     expect(masterchainInfo.detail).toMatch(/the load generator's 0\.42, other processes 0\.05, idle 0\.31, taken by the hypervisor 0\.50/);
   });
 
+  it("says how busy the server's event loop was and how long it waited for a core, when the run read its schedule", () => {
+    const runs = [
+      run("floor", 16, { rps: 24 }, { postgres: 50.9, bench: 26.9 }, "traces.hot.l100"),
+      { ...run("grpc", 16, { rps: 17 }, { server: 46, postgres: 43, bench: 3 }, "traces.hot.l100"), eventLoopPerRequestMs: { run: 35.8, wait: 22.7 } },
+      { ...run("rest", 1, { p50: 60 }, { server: 40 }, "traces.hot.l100"), eventLoopPerRequestMs: { run: 31, wait: 1.5 } },
+      run("floor", 1, { p50: 25 }, {}, "traces.hot.l100"),
+    ];
+    const [why] = target(evaluate([page("traces.hot.l100", "traces")], runs), "throughput").failures;
+    // (35.8 + 22.7) ms × 17 req/s = 0.99 of the thread's time: the one thread is the bottleneck, 39 % of it waiting.
+    expect(why).toMatch(/the server's event loop ran 35\.8 ms and waited 22\.7 ms for a core per request, busy 0\.99 of its time; server CPU 46\.0 ms/);
+    const [late] = target(evaluate([page("traces.hot.l100", "traces")], runs), "p50 ≤").failures;
+    expect(late).toMatch(/server CPU 40\.0 ms\/req, its event loop 31\.0 ms on a core and 1\.50 ms waiting for one/);
+  });
+
   it("holds the throughput target with its margin when every case reaches 0.8× its floor", () => {
     const runs = [run("floor", 16, { rps: 100 }, {}, "adjacentTransactions"), run("rest", 16, { rps: 92 }, {}, "adjacentTransactions")];
     const throughput = target(evaluate([page("adjacentTransactions", "adjacentTransactions")], runs), "throughput");
@@ -142,6 +156,13 @@ describe("the bench's reading of the whole machine", () => {
     expect(machineCores(spent, 2_000)).toEqual({ others: 0.1, idle: 0.8, steal: 0.2 });
     // The bench's PostgreSQL backends and the machine are read a moment apart: a busy total below theirs is none.
     expect(machineCores({ ...spent, machine: { busy: 1_700, idle: 0, steal: 0 } }, 2_000).others).toBe(0);
+  });
+});
+
+describe("the bench's reading of the server's event loop", () => {
+  it("reads a thread's time on a core and on the run queue from schedstat, in ms", () => {
+    expect(parseSchedstat("8812050306 5558504958 3870\n")).toEqual({ runMs: 8812.050306, waitMs: 5558.504958 });
+    expect(() => parseSchedstat("")).toThrow(/not a schedstat line/);
   });
 });
 
