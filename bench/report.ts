@@ -208,12 +208,14 @@ function cpuShareReason(run: RunResult, cpus: number, unit: string): string {
 /**
  * The server's event loop at the run's rate: what it spent on a core and waiting for one per request, and the share
  * of the run's time the two fill. Near 1 the one thread is the bottleneck; its waiting is time the cores went to
- * other processes (or the server's own other threads) while it had work.
+ * other processes (or the server's own other threads) while it had work. The rest of the server's CPU is its other
+ * threads': V8's workers (parallel scavenges, concurrent marking and sweeping); libuv's pool has no work here.
  */
 function eventLoopReason(run: RunResult): string {
   const loop = run.eventLoopPerRequestMs;
   if (loop === undefined) return "";
-  return `the server's event loop ran ${ms(loop.run)} ms and waited ${ms(loop.wait)} ms for a core per request, busy ${fmt(cores(loop.run + loop.wait, run.stats.rps), 2)} of its time; `;
+  const otherThreads = run.cpuPerRequestMs.server - loop.run;
+  return `the server's event loop ran ${ms(loop.run)} ms and waited ${ms(loop.wait)} ms for a core per request, busy ${fmt(cores(loop.run + loop.wait, run.stats.rps), 2)} of its time, its other threads (the collector's helpers) ran ${ms(otherThreads)} ms; `;
 }
 
 /** "12% above the bound", "3% below it": how far a ratio is from its bound, for the passing lines' margins. */
