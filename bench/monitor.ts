@@ -113,9 +113,12 @@ export function postgresCpu(): Map<string, PostgresProcessCpu> {
  * PostgreSQL CPU spent between two readings by the given backends: those alive at both count their difference,
  * those started in between all of theirs; plus what their postmaster reaped in between, which is mostly the
  * parallel workers their statements started (a worker lives for one statement, so no reading sees most of them:
- * the hot account's page at offset 10,000 ran 1.3-1.5 cores of them that were counted nowhere). Backends of other
- * databases that exit during the run count too, so the bench runs alone. A backend of the set that exited in
- * between is lost (the pools keep theirs open).
+ * the hot account's page at offset 10,000 ran 1.3-1.5 cores of them that were counted nowhere). A child that was
+ * already there at the first reading and exits in between counts only what it ran since: its life before the first
+ * reading, which its reaped time also holds, is taken off (round3j counted the floor's pool's backends, closed by
+ * their idle timeout during later runs, as up to 2.6 s of PostgreSQL CPU per request). What other databases'
+ * backends run and exit with during the run still counts, so the bench runs alone. A backend of the set that exited
+ * in between is lost (the pools keep theirs open).
  */
 export function postgresCpuDeltaMs(
   before: ReadonlyMap<string, PostgresProcessCpu>,
@@ -131,7 +134,12 @@ export function postgresCpuDeltaMs(
   }
   for (const pid of postmasters) {
     const now = after.get(pid);
-    if (now !== undefined) total += now.exitedChildrenMs - (before.get(pid)?.exitedChildrenMs ?? now.exitedChildrenMs);
+    if (now === undefined) continue;
+    let reaped = now.exitedChildrenMs - (before.get(pid)?.exitedChildrenMs ?? now.exitedChildrenMs);
+    // A child that was there at the first reading and exited since (an idle pool's backend closed by its timeout)
+    // is reaped with its whole life: what it ran before the first reading is not this run's.
+    for (const [child, then] of before) if (then.parent === pid && !after.has(child)) reaped -= then.ms;
+    total += Math.max(0, reaped);
   }
   return total;
 }

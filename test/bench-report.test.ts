@@ -188,4 +188,20 @@ describe("the bench's reading of PostgreSQL's CPU", () => {
     const elsewhere = reading([...after, ["500", { ms: 5, parent: "1", exitedChildrenMs: 9_999 }]]);
     expect(postgresCpuDeltaMs(before, elsewhere, new Set(["201", "202"]))).toBe(250 + 30 + 700);
   });
+
+  it("does not count the lifetime of a backend that exits during the run, only what it ran since the first reading", () => {
+    // Backend 401 (the floor's pool, idle since its runs, closed by its idle timeout during a later run) had run
+    // 48 s of statements before the first reading and 0.2 s after it: the postmaster's reaped time grows by all
+    // 48.2 s, and round3j counted them as one run's PostgreSQL CPU (3,015 ms per request against the floor's 439).
+    const before = reading([
+      ["100", { ms: 50, parent: "1", exitedChildrenMs: 1_000 }],
+      ["201", { ms: 400, parent: "100", exitedChildrenMs: 0 }],
+      ["401", { ms: 48_000, parent: "100", exitedChildrenMs: 0 }],
+    ]);
+    const after = reading([
+      ["100", { ms: 51, parent: "1", exitedChildrenMs: 1_000 + 48_200 + 700 }],
+      ["201", { ms: 650, parent: "100", exitedChildrenMs: 0 }],
+    ]);
+    expect(postgresCpuDeltaMs(before, after, new Set(["201"]))).toBe(250 + 200 + 700);
+  });
 });
