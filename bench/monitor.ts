@@ -117,8 +117,9 @@ export function postgresCpu(): Map<string, PostgresProcessCpu> {
  * already there at the first reading and exits in between counts only what it ran since: its life before the first
  * reading, which its reaped time also holds, is taken off (round3j counted the floor's pool's backends, closed by
  * their idle timeout during later runs, as up to 2.6 s of PostgreSQL CPU per request). What other databases'
- * backends run and exit with during the run still counts, so the bench runs alone. A backend of the set that exited
- * in between is lost (the pools keep theirs open).
+ * backends run and exit with during the run still counts, so the bench runs alone. One of the given backends that
+ * exited in between (the pools keep theirs open) counts the same way, as its postmaster's child, while another of
+ * them keeps that postmaster in view.
  */
 export function postgresCpuDeltaMs(
   before: ReadonlyMap<string, PostgresProcessCpu>,
