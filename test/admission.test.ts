@@ -343,6 +343,28 @@ describe("Admission", () => {
     expect(await Promise.all([occupying, ...queued, patient])).toEqual([undefined, "queued page", "queued page", "queued page", "patient page"]);
   });
 
+  it("counts a request's own hold beside the work ahead of it: a page admitted at the back must still end in time", async () => {
+    // Pages of 3 slots hold them for 30 ms (90 slot-milliseconds). One runs (half of it, 45, still to come on
+    // average) and one is queued: a newcomer waits about (90 + 45) / 3 = 45 ms and then holds its slots for 30.
+    // Counted without its own hold it was let in with a 60 ms deadline and ran past it: the full bench's 504s on the
+    // cold 1000-trace page, whose floor alone takes 7 of the 10 s deadline on a slow machine (round3k).
+    const clock = manualClock();
+    const admission = new Admission(4, undefined, clock.now);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, async () => clock.advance(30), { kind: "page" });
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    const queued = admission.run(never, 3, async () => "queued page", { kind: "page" });
+    const late = admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 60 }).catch((err: unknown) => err);
+    // Refused at once, not queued behind the occupant (which would leave this test waiting for good).
+    const shed = await Promise.race([late, new Promise((resolve) => setImmediate(() => resolve("still queued")))]);
+    expect(shed).toBeInstanceOf(ConnectError);
+    expect((shed as ConnectError).code).toBe(Code.Unavailable);
+    // With time for the wait and its own hold, a page waits its turn.
+    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 90 });
+    occupant.resolve();
+    expect(await Promise.all([occupying, queued, patient])).toEqual([undefined, "queued page", "patient page"]);
+  });
+
   it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
     // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
     const clock = manualClock();

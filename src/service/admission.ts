@@ -21,8 +21,8 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  * the line, behind the newer light requests, and mid-size pages starved (issue 23).
  *
  * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
- * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it would
- * outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter is expected to take what
+ * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it and its
+ * own would outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter is expected to take what
  * requests of its kind (operation and page size) arriving at its weight have lately taken to be served (the slots
  * they ended with times how long they held them, so a page lighter than its size promised teaches that), and a
  * queue of heavy pages refuses newcomers sooner than as many light ones would. A request with nobody ahead is never
@@ -203,7 +203,7 @@ export class Admission {
     }
     if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, want.timeoutMs ?? 0)) {
       const waitMs = this.#expectedWaitMs(ahead, count);
-      if (this.#now() + waitMs > want.deadline) return Promise.reject(overloaded(waitMs));
+      if (this.#now() + waitMs + this.#expectedHoldMs(kind, count) > want.deadline) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = this.#now();
     return new Promise((resolve, reject) => {
@@ -247,14 +247,24 @@ export class Admission {
    * How long a request of `count` slots would wait behind `ahead`. The shared lane does `#shared` slot-milliseconds
    * of work per millisecond: what is queued ahead, and the half still to run (on average) of what holds slots now.
    * A light request also gets the first reserved slot that comes free, so it waits at most for the light requests
-   * ahead of it, on the reserved slots alone. Its own hold is not counted: measured under a load that shedding has
-   * since lightened, it would refuse a kind for good (its requests never run, so never correct it).
+   * ahead of it, on the reserved slots alone.
    */
   #expectedWaitMs(ahead: readonly Waiter[], count: number): number {
     const work = (waiters: readonly Waiter[]) => waiters.reduce((sum, w) => sum + this.#expectedWork(w.kind), 0);
     const sharedWaitMs = (work(ahead) + this.#sharedWorkInUse / 2) / this.#shared;
     if (count > 1 || this.#reserved === 0) return sharedWaitMs;
     return Math.min(sharedWaitMs, work(ahead.filter((w) => w.count === 1)) / this.#reserved);
+  }
+
+  /**
+   * How long a request of this kind holds its `count` slots once granted. Counted beside the wait: a page let in at
+   * the back of the line must also have time to run (round3k's 504s were pages admitted 3 s before their deadline
+   * that took 7). An estimate learnt under a load that shedding has since lightened cannot refuse a kind for good: a
+   * request with nobody ahead is never refused, nor one of a kind that has gone without slots for its whole deadline,
+   * and each of those teaches the estimate again.
+   */
+  #expectedHoldMs(kind: string, count: number): number {
+    return this.#expectedWork(kind) / count;
   }
 
   #held(lane: Held["lane"], want: Want): Held {
@@ -319,7 +329,7 @@ function arrivalKind(kind: string, count: number): string {
 function overloaded(waitMs: number): ConnectError {
   const retryAfterSeconds = Math.max(1, Math.ceil(waitMs / 1000));
   return new ConnectError(
-    `overloaded: the requests queued ahead would outlast this request's deadline; retry after ${retryAfterSeconds} s`,
+    `overloaded: the requests queued ahead and this one would outlast its deadline; retry after ${retryAfterSeconds} s`,
     Code.Unavailable,
     { "retry-after": String(retryAfterSeconds) },
   );
