@@ -1,3 +1,4 @@
+import type { EventEmitter } from "node:events";
 import {
   Code,
   ConnectError,
@@ -252,7 +253,7 @@ function write(response: UniversalServerResponse, res: HttpResponse, method: str
 }
 
 interface Delivery extends AnswerDelivery {
-  /** Marks the answer as sent or never to be: a call that fails before its answer is written. */
+  /** Marks the answer as never to be sent: a call that fails before its answer is written. */
   settle(): void;
   readonly abandoned: boolean;
 }
@@ -262,24 +263,31 @@ interface Delivery extends AnswerDelivery {
  * (the client gone, the stream reset, the connection ended by shutdown), whichever comes first. Not when the promise
  * of universalResponseToNodeResponse settles: after the last bytes it waits for an 'end' event that Node's responses
  * never emit. Abandoned, the response is cut (gRPC's RST_STREAM CANCEL on HTTP/2) and counted as DEADLINE_EXCEEDED.
+ * Written only when what the bytes go into finished: an HTTP/2 response's stream, whose 'finish' comes once every
+ * write of it has completed (the compatibility response says 'finish' whenever its stream closes, reset or not), or
+ * the HTTP/1.1 response, which says it once its last write has.
  */
-function deliveryOf(res: HttpResponse, onAbandon: () => void): Delivery {
+export function deliveryOf(res: HttpResponse, onAbandon: () => void): Delivery {
   let settled = false;
   let abandoned = false;
-  let resolve!: () => void;
-  const sent = new Promise<void>((r) => (resolve = r));
-  const settle = () => {
+  let resolve!: (written: boolean) => void;
+  const written = new Promise<boolean>((r) => (resolve = r));
+  const writable: EventEmitter = "stream" in res ? res.stream : res;
+  const end = (finished: boolean) => {
     if (settled) return;
     settled = true;
-    res.off("finish", settle);
-    res.off("close", settle);
-    resolve();
+    writable.off("finish", onFinish);
+    res.off("close", onClose);
+    resolve(finished);
   };
-  res.once("finish", settle);
-  res.once("close", settle);
+  const onFinish = () => end(true);
+  const onClose = () => end(false);
+  writable.once("finish", onFinish);
+  res.once("close", onClose);
   return {
-    sent,
-    settle,
+    sent: written.then(() => undefined),
+    written,
+    settle: onClose,
     get abandoned() {
       return abandoned;
     },

@@ -9,6 +9,12 @@ import { createContextKey } from "@connectrpc/connect";
 export interface AnswerDelivery {
   /** Settles once the answer has been handed to the transport, or never will be (the call failed, the client left). */
   readonly sent: Promise<void>;
+  /**
+   * Settles with `sent`: true when the transport has taken the whole answer (the response finished), so that nothing
+   * reads the bytes it was written from any more; false when it never will (the call failed, the client left, the
+   * answer was cut), and a write may still hold them.
+   */
+  readonly written: Promise<boolean>;
   /** The request's deadline passed with its answer unsent: stop sending it, and free what it holds. */
   abandon(): void;
 }

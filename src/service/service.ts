@@ -24,7 +24,7 @@ import { prepareBodyDecoding } from "../decoding/page-bodies.ts";
 import { exposeIndexSeqno, minIndexSeqno } from "./index-freshness.ts";
 import { respondsInBinary, TracesProtoSink } from "../encode/proto/traces.ts";
 import { adjacentTransactionsBinary } from "../encode/proto/transactions.ts";
-import { assertSelfEncodingSupported } from "../encode/proto/own-encoding.ts";
+import { assertSelfEncodingSupported, releaseOwnEncoding } from "../encode/proto/own-encoding.ts";
 import type { ServiceDeps } from "./deps.ts";
 import { IdleMemoryRelease } from "../runtime/idle-memory.ts";
 import { StreamHub } from "../streams/hub.ts";
@@ -96,7 +96,12 @@ export function createTonQueryService(deps: ServiceDeps) {
             route.end();
             const answer = finish ? await finish(response) : (response as unknown as Out);
             // Unless the caller has already been answered with the signal's error (which its door is writing).
-            if (delivery !== undefined && !bounded.signal.aborted) slots.keepUntil(untilSent(delivery, bounded, config.requestTimeoutMs));
+            if (delivery !== undefined && !bounded.signal.aborted) {
+              slots.keepUntil(untilSent(delivery, bounded, config.requestTimeoutMs));
+              void delivery.written.then((written) => {
+                if (written && typeof answer === "object" && answer !== null) releaseOwnEncoding(answer);
+              });
+            }
             return answer;
           } catch (err) {
             // A run whose member failed under it is done again from the start, on another member, never finished
