@@ -365,6 +365,33 @@ describe("Admission", () => {
     expect(await Promise.all([occupying, queued, patient])).toEqual([undefined, "queued page", "patient page"]);
   });
 
+  it("refuses a waiting request when its turn comes too late for its own hold, rather than starting work that ends past its deadline", async () => {
+    // Pages of 3 slots hold them for 30 ms. A page with a 100 ms deadline queues behind a running one (with nobody
+    // waiting ahead of it, it is not judged at arrival); the occupant runs 90 ms. When the page's turn comes, 10 ms
+    // are left of its deadline for a 30 ms hold: it would answer DEADLINE_EXCEEDED after holding the slots for
+    // nothing. It is refused then, and the page behind it, with time enough, gets the slots.
+    const clock = manualClock();
+    const admission = new Admission(4, undefined, clock.now);
+    for (let i = 0; i < 3; i++) await admission.run(never, 3, async () => clock.advance(30), { kind: "page" });
+    const occupant = deferred();
+    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
+    let lateRan = false;
+    const late = admission
+      .run(never, 3, async () => {
+        lateRan = true;
+        return "ran";
+      }, { kind: "page", timeoutMs: 100 })
+      .catch((err: unknown) => err);
+    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 60_000 });
+    clock.advance(90);
+    occupant.resolve();
+    const refused = await late;
+    expect(lateRan).toBe(false);
+    expect(refused).toBeInstanceOf(ConnectError);
+    expect((refused as ConnectError).code).toBe(Code.Unavailable);
+    expect(await Promise.all([occupying, patient])).toEqual([undefined, "patient page"]);
+  });
+
   it("lets in a request of a kind that has gone without slots for longer than its deadline, whatever the estimate", async () => {
     // Pages of 3 slots hold them for 100 ms: three queued ahead and one running would take a third of a second.
     const clock = manualClock();

@@ -22,7 +22,7 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  *
  * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
  * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it and its
- * own would outlast what is left of its deadline. Work is counted in slot-milliseconds: each waiter is expected to take what
+ * own would outlast what is left of its deadline, and so is a waiter whose turn comes too late for its own work. Work is counted in slot-milliseconds: each waiter is expected to take what
  * requests of its kind (operation and page size) arriving at its weight have lately taken to be served (the slots
  * they ended with times how long they held them, so a page lighter than its size promised teaches that), and a
  * queue of heavy pages refuses newcomers sooner than as many light ones would. A request with nobody ahead is never
@@ -211,10 +211,17 @@ export class Admission {
         ticket: want.ticket,
         count,
         kind,
+        deadline: want.deadline,
+        timeoutMs: want.timeoutMs,
         grant: (lane) => {
           signal.removeEventListener("abort", cancel);
           this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
           resolve(this.#held(lane, want));
+        },
+        refuse: (error) => {
+          signal.removeEventListener("abort", cancel);
+          this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
+          reject(error);
         },
       };
       const cancel = () => {
@@ -292,6 +299,7 @@ export class Admission {
   #grantWaiting(): void {
     for (let head = this.#waiting[0]; head !== undefined && head.count <= this.#freeShared; head = this.#waiting[0]) {
       this.#waiting.shift();
+      if (this.#refusedTooLate(head)) continue;
       this.#freeShared -= head.count;
       head.grant("shared");
     }
@@ -303,9 +311,23 @@ export class Admission {
         continue;
       }
       this.#waiting.splice(i, 1);
+      if (this.#refusedTooLate(waiter)) continue;
       this.#freeReserved--;
       waiter.grant("reserved");
     }
+  }
+
+  /**
+   * Refuses a waiter whose turn has come too late to run its own hold before its deadline: it would hold the slots
+   * for an answer its client no longer waits for (a 504 after the work), while the waiters behind it could use them.
+   * A kind that has gone without slots for its whole deadline still runs, as at arrival (see #starving).
+   */
+  #refusedTooLate(waiter: Waiter): boolean {
+    if (waiter.deadline === undefined || this.#starving(waiter.kind, waiter.timeoutMs ?? 0)) return false;
+    const holdMs = this.#expectedHoldMs(waiter.kind, waiter.count);
+    if (this.#now() + holdMs <= waiter.deadline) return false;
+    waiter.refuse(overloaded(holdMs));
+    return true;
   }
 }
 
@@ -360,7 +382,12 @@ interface Waiter {
   ticket: number;
   count: number;
   kind: string;
+  /** See Want. */
+  deadline: number | undefined;
+  timeoutMs: number | undefined;
   grant: (lane: Held["lane"]) => void;
+  /** Ends the wait with `error`, the waiter already out of the line. */
+  refuse: (error: ConnectError) => void;
 }
 
 /** Slots only light requests may take: a quarter, at least one once there are two slots to split. */
