@@ -3,6 +3,7 @@ import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import http from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
+import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetTracesRequestSchema, GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { binaryOf } from "../src/encode/proto/own-encoding.ts";
@@ -205,13 +206,14 @@ describe("whether the transport has taken a whole answer", () => {
     return new Promise<void>((resolve) => http.get({ port, host: "127.0.0.1", agent: false }, (res) => take(res, resolve)));
   }
 
+  const readAll = (body: Readable, done: () => void) => {
+    body.on("data", () => {});
+    body.on("end", done);
+  };
+
   // Only then may the bytes be given back (releaseOwnEncoding): a write still in flight reads them. Node's HTTP/2
   // compatibility response says 'finish' when its stream closes, reset or not, so it cannot tell.
   it("over HTTP/2: once the client has read it all, not when it resets the stream midway or before reading", async () => {
-    const readAll = (stream: http2.ClientHttp2Stream, done: () => void) => {
-      stream.on("data", () => {});
-      stream.on("end", done);
-    };
     expect(await writtenOver("h2", (port) => overHttp2(port, readAll))).toBe(true);
     const resetMidway = (stream: http2.ClientHttp2Stream, done: () => void) => {
       stream.once("data", () => stream.close(http2.constants.NGHTTP2_CANCEL, done));
@@ -225,10 +227,6 @@ describe("whether the transport has taken a whole answer", () => {
   });
 
   it("over HTTP/1.1: once the client has read it all, not when it leaves midway", async () => {
-    const readAll = (res: http.IncomingMessage, done: () => void) => {
-      res.on("data", () => {});
-      res.on("end", done);
-    };
     expect(await writtenOver("http/1.1", (port) => overHttp1(port, readAll))).toBe(true);
     const leaveMidway = (res: http.IncomingMessage, done: () => void) => {
       res.once("data", () => {
