@@ -29,6 +29,13 @@ export class RequestFailed extends Error {
 /** An answer past the server's own deadline (HTTP 504, gRPC DEADLINE_EXCEEDED): load shed by design, not a fault. */
 export class DeadlineExceeded extends RequestFailed {}
 
+/**
+ * A REST answer whose 200 came and whose body did not end (the server closed the connection): a page streamed past
+ * REST_HOLD_MAX_BYTES that the server cannot finish (its deadline passed, the database failed under it) can only be
+ * cut, where a held one would be answered 504 or 503. Counted with the answers past the deadline.
+ */
+export class AnswerCut extends DeadlineExceeded {}
+
 function failure(message: string, status: string, deadline: boolean): Error {
   return deadline ? new DeadlineExceeded(message, status) : new RequestFailed(message, status);
 }
@@ -94,7 +101,11 @@ function http1(agent: http.Agent, port: number, r: Http1Request, keep: boolean, 
         if (keep) chunks.push(chunk);
       });
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, body: keep ? Buffer.concat(chunks) : undefined }));
-      res.on("error", reject);
+      res.on("error", (err) => {
+        // Aborted by the load generator itself (the run bound): not the server's failure.
+        if (signal?.aborted === true) reject(err);
+        else reject(new AnswerCut(`REST ${res.statusCode ?? 0} cut after its head (${err.message})`, "cut after its head"));
+      });
     });
     req.on("error", reject);
     req.end(r.body);

@@ -1,4 +1,7 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
+import { createProtocolClient, failureStatus, isDeadlineExceeded } from "../bench/clients.ts";
 import type { LatencyStats } from "../bench/load.ts";
 import { machineCores, parseMachineCpu, parseSchedstat, postgresCpuDeltaMs, type PostgresProcessCpu } from "../bench/monitor.ts";
 import { evaluateTargets, targetsText, type RunResult, type Target } from "../bench/report.ts";
@@ -203,5 +206,30 @@ describe("the bench's reading of PostgreSQL's CPU", () => {
       ["201", { ms: 650, parent: "100", exitedChildrenMs: 0 }],
     ]);
     expect(postgresCpuDeltaMs(before, after, new Set(["201"]))).toBe(250 + 200 + 700);
+  });
+});
+
+describe("the bench's REST client", () => {
+  // A REST page streamed past REST_HOLD_MAX_BYTES that cannot be finished (its deadline passed, the database failed
+  // under it) can only be cut: its 200 went out first. Counted as a connection error, the full run's 504 target held
+  // while four such pages were cut at c=16 (round3l; the server counted them as 504).
+  it("counts an answer cut after its head with the ones past the deadline", async () => {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"traces":[', () => res.socket?.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const client = createProtocolClient("rest", "raw", (server.address() as AddressInfo).port, 1);
+    try {
+      const failed = await client
+        .prepare({ restPath: "/api/v3/traces" } as BenchCase)
+        .send(new AbortController().signal)
+        .catch((err: unknown) => err);
+      expect(isDeadlineExceeded(failed)).toBe(true);
+      expect(failureStatus(failed)).toBe("cut after its head");
+    } finally {
+      await client.close();
+      server.close();
+    }
   });
 });
