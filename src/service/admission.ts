@@ -49,6 +49,8 @@ export class Admission {
    * key it is estimated by nothing, except when it failed before shrinking (the outage's timeouts, kept for good).
    */
   readonly #workMs = new Map<string, number>();
+  /** How far what serving a kind takes strays from its average: a moving average of the absolute differences. */
+  readonly #workDeviationMs = new Map<string, number>();
   /** Expected slot-milliseconds of the requests holding shared slots now (each counted at its expected hold). */
   #sharedWorkInUse = 0;
   /** When requests of each arrival kind were last granted slots (the clock's milliseconds). */
@@ -201,9 +203,11 @@ export class Admission {
       this.#recorder?.admissionWaited(0);
       return Promise.resolve(this.#held("shared", want));
     }
-    if (want.deadline !== undefined && ahead.length > 0 && !this.#starving(kind, want.timeoutMs ?? 0)) {
+    // A request of a starving kind is let in whatever the estimates say, now and when its turn comes.
+    const judged = want.deadline !== undefined && !this.#starving(kind, want.timeoutMs ?? 0);
+    if (judged && ahead.length > 0) {
       const waitMs = this.#expectedWaitMs(ahead, count);
-      if (this.#now() + waitMs + this.#expectedHoldMs(kind, count) > want.deadline) return Promise.reject(overloaded(waitMs));
+      if (this.#now() + waitMs + this.#expectedHoldMs(kind, count) > (want.deadline as number)) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = this.#now();
     return new Promise((resolve, reject) => {
@@ -211,7 +215,7 @@ export class Admission {
         ticket: want.ticket,
         count,
         kind,
-        deadline: want.deadline,
+        deadline: judged ? want.deadline : undefined,
         timeoutMs: want.timeoutMs,
         grant: (lane) => {
           signal.removeEventListener("abort", cancel);
@@ -264,14 +268,17 @@ export class Admission {
   }
 
   /**
-   * How long a request of this kind holds its `count` slots once granted. Counted beside the wait: a page let in at
-   * the back of the line must also have time to run (round3k's 504s were pages admitted 3 s before their deadline
-   * that took 7). An estimate learnt under a load that shedding has since lightened cannot refuse a kind for good: a
-   * request with nobody ahead is never refused, nor one of a kind that has gone without slots for its whole deadline,
-   * and each of those teaches the estimate again.
+   * How long a request of this kind may hold its `count` slots once granted: its average, plus twice how far holds
+   * of its kind stray from it, as TCP sizes its retransmission timeout from the round trip's average and deviation
+   * (RFC 6298). Counted beside the wait: a page let in at the back of the line must also have time to run
+   * (round3k's 504s were pages admitted 3 s before their deadline that took 7), and one that takes longer than its
+   * kind's average is not rare (round3l's streamed pages cut at their deadline). The wait ahead is a sum of holds,
+   * whose strays even out, and is counted at their averages. An estimate learnt under a load that shedding has since
+   * lightened cannot refuse a kind for good: a request with nobody ahead is never refused, nor one of a kind that
+   * has gone without slots for its whole deadline, and each of those teaches the estimate again.
    */
   #expectedHoldMs(kind: string, count: number): number {
-    return this.#expectedWork(kind) / count;
+    return (this.#expectedWork(kind) + 2 * (this.#workDeviationMs.get(kind) ?? 0)) / count;
   }
 
   #held(lane: Held["lane"], want: Want): Held {
@@ -291,6 +298,10 @@ export class Admission {
     if (served && held.count > 0) {
       const work = held.count * (this.#now() - held.since);
       const average = this.#workMs.get(held.kind);
+      const deviation = this.#workDeviationMs.get(held.kind);
+      // As RFC 6298 starts and moves its variation: half the first sample, then towards each stray from the old average.
+      const stray = average === undefined ? work / 2 : Math.abs(work - average);
+      this.#workDeviationMs.set(held.kind, deviation === undefined ? stray : deviation + workSmoothing * (stray - deviation));
       this.#workMs.set(held.kind, average === undefined ? work : average + workSmoothing * (work - average));
     }
     this.#grantWaiting();
@@ -382,7 +393,7 @@ interface Waiter {
   ticket: number;
   count: number;
   kind: string;
-  /** See Want. */
+  /** See Want; undefined for a request never refused (no deadline, or let in as its kind was starving). */
   deadline: number | undefined;
   timeoutMs: number | undefined;
   grant: (lane: Held["lane"]) => void;
