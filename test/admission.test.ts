@@ -343,45 +343,40 @@ describe("Admission", () => {
     expect(await Promise.all([occupying, ...queued, patient])).toEqual([undefined, "queued page", "queued page", "queued page", "patient page"]);
   });
 
-  it("counts a request's own hold beside the work ahead of it: a page admitted at the back must still end in time", async () => {
-    // Pages of 3 slots hold them for 30 ms (90 slot-milliseconds). One runs (half of it, 45, still to come on
-    // average) and one is queued: a newcomer waits about (90 + 45) / 3 = 45 ms and then holds its slots for 30.
-    // Counted without its own hold it was let in with a 60 ms deadline and ran past it: the full bench's 504s on the
-    // cold 1000-trace page, whose floor alone takes 7 of the 10 s deadline on a slow machine (round3k).
+  /**
+   * Pages of 3 slots (of 4: 3 shared) held `holdsMs` in turn; then one runs and one is queued. A page due within
+   * `tooSoonMs` is refused at once (not queued behind the occupant, which would leave the test waiting for good); one
+   * due within `enoughMs` waits its turn and runs.
+   */
+  async function expectJudgedBehindOne(holdsMs: number[], tooSoonMs: number, enoughMs: number) {
     const clock = manualClock();
     const admission = new Admission(4, undefined, clock.now);
-    for (let i = 0; i < 3; i++) await admission.run(never, 3, async () => clock.advance(30), { kind: "page" });
+    for (const holdMs of holdsMs) await admission.run(never, 3, async () => clock.advance(holdMs), { kind: "page" });
     const occupant = deferred();
     const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
     const queued = admission.run(never, 3, async () => "queued page", { kind: "page" });
-    const late = admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 60 }).catch((err: unknown) => err);
-    // Refused at once, not queued behind the occupant (which would leave this test waiting for good).
+    const late = admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: tooSoonMs }).catch((err: unknown) => err);
     const shed = await Promise.race([late, new Promise((resolve) => setImmediate(() => resolve("still queued")))]);
     expect(shed).toBeInstanceOf(ConnectError);
     expect((shed as ConnectError).code).toBe(Code.Unavailable);
-    // With time for the wait and its own hold, a page waits its turn.
-    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 150 });
+    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: enoughMs });
     occupant.resolve();
     expect(await Promise.all([occupying, queued, patient])).toEqual([undefined, "queued page", "patient page"]);
+  }
+
+  it("counts a request's own hold beside the work ahead of it: a page admitted at the back must still end in time", async () => {
+    // Pages hold their 3 slots for 30 ms (90 slot-milliseconds). With one running (half of it, 45, still to come on
+    // average) and one queued, a newcomer waits about (90 + 45) / 3 = 45 ms and then holds its slots for 30 or more.
+    // Counted without its own hold it was let in with a 60 ms deadline and ran past it: the full bench's 504s on the
+    // cold 1000-trace page, whose floor alone takes 7 of the 10 s deadline on a slow machine (round3k).
+    await expectJudgedBehindOne([30, 30, 30], 60, 150);
   });
 
   it("gives a kind whose holds vary room for its slow ones when it judges a request's own hold", async () => {
-    // Pages of 3 slots held 20, 20, 20, then 80 ms: their average is 32 ms, but one in four takes 80. One runs and one
-    // is queued (about 48 ms of wait): by the average alone a page due in 100 ms fits (48 + 32); counting how far holds
+    // Pages held 20, 20, 20, then 80 ms: their average is 32 ms, but one in four takes 80. Behind one running and one
+    // queued (about 48 ms of wait), a page due in 100 ms fits by the average alone (48 + 32); counting how far holds
     // stray from it (as TCP sizes its retransmission timeout), it is refused at once rather than risk a 504.
-    const clock = manualClock();
-    const admission = new Admission(4, undefined, clock.now);
-    for (const holdMs of [20, 20, 20, 80]) await admission.run(never, 3, async () => clock.advance(holdMs), { kind: "page" });
-    const occupant = deferred();
-    const occupying = admission.run(never, 3, () => occupant.promise, { kind: "page" });
-    const queued = admission.run(never, 3, async () => "queued page", { kind: "page" });
-    const risky = admission.run(never, 3, async () => "ran", { kind: "page", timeoutMs: 100 }).catch((err: unknown) => err);
-    const shed = await Promise.race([risky, new Promise((resolve) => setImmediate(() => resolve("still queued")))]);
-    expect(shed).toBeInstanceOf(ConnectError);
-    expect((shed as ConnectError).code).toBe(Code.Unavailable);
-    const patient = admission.run(never, 3, async () => "patient page", { kind: "page", timeoutMs: 150 });
-    occupant.resolve();
-    expect(await Promise.all([occupying, queued, patient])).toEqual([undefined, "queued page", "patient page"]);
+    await expectJudgedBehindOne([20, 20, 20, 80], 100, 150);
   });
 
   it("refuses a waiting request when its turn comes too late for its own hold, rather than starting work that ends past its deadline", async () => {
