@@ -22,10 +22,11 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  *
  * Overload is shed at the door, by cost, rather than by a 504 after the whole deadline in line: a request that must
  * queue behind others is refused at once (Unavailable, with a Retry-After) when the work queued ahead of it and its
- * own would outlast what is left of its deadline, and so is a waiter whose turn comes too late for its own work. Work is counted in slot-milliseconds: each waiter is expected to take what
- * requests of its kind (operation and page size) arriving at its weight have lately taken to be served (the slots
- * they ended with times how long they held them, so a page lighter than its size promised teaches that), and a
- * queue of heavy pages refuses newcomers sooner than as many light ones would. A request with nobody ahead is never
+ * own would outlast what is left of its deadline, and so is a waiter whose turn comes too late for its own work.
+ * Work is counted in slot-milliseconds: each waiter is expected to take what requests of its kind (operation and
+ * page size) arriving at its weight have lately taken to be served (the slots they ended with times how long they
+ * held them, so a page lighter than its size promised teaches that), and a queue of heavy pages refuses newcomers
+ * sooner than as many light ones would. A request with nobody ahead is never
  * refused, nor a light one that finds a reserved slot free, nor one of a kind that has gone without slots for longer
  * than its deadline: no class is shed for good while others are served.
  *
