@@ -36,6 +36,9 @@ export class DeadlineExceeded extends RequestFailed {}
  */
 export class AnswerCut extends DeadlineExceeded {}
 
+/** What an AnswerCut is counted under (see failureStatus). */
+export const answerCutStatus = "cut after its head";
+
 function failure(message: string, status: string, deadline: boolean): Error {
   return deadline ? new DeadlineExceeded(message, status) : new RequestFailed(message, status);
 }
@@ -104,7 +107,7 @@ function http1(agent: http.Agent, port: number, r: Http1Request, keep: boolean, 
       res.on("error", (err) => {
         // Aborted by the load generator itself (the run bound): not the server's failure.
         if (signal?.aborted === true) reject(err);
-        else reject(new AnswerCut(`REST ${res.statusCode ?? 0} cut after its head (${err.message})`, "cut after its head"));
+        else reject(new AnswerCut(`REST ${res.statusCode ?? 0} ${answerCutStatus} (${err.message})`, answerCutStatus));
       });
     });
     req.on("error", reject);

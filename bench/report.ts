@@ -5,6 +5,7 @@ import type { BenchOptions, Protocol } from "./args.ts";
 import type { BenchCase, DatasetFacts } from "./cases.ts";
 import type { CapturedStatement, ResponseSummary } from "./capture.ts";
 import type { StatementPlans } from "./explain.ts";
+import { answerCutStatus } from "./clients.ts";
 import type { LatencyStats } from "./load.ts";
 
 export type RunProtocol = Protocol | "floor";
@@ -359,7 +360,7 @@ export function evaluateTargets(
     const failures: string[] = [];
     for (const r of atBound.filter((r) => (r.stats.deadlineExceeded ?? 0) > 0)) {
       const floor = findRun(runs, r.case, "floor", r.concurrency);
-      const cut = r.stats.failuresByStatus["cut after its head"] ?? 0;
+      const cut = r.stats.failuresByStatus[answerCutStatus] ?? 0;
       const line = `${runLabel(r)}: ${r.stats.deadlineExceeded} past the deadline${cut > 0 ? ` (${cut} of them cut after their head)` : ""}, ${r.stats.n} answered${floor ? `; floor p50 ${latency(floor.stats.p50, deadlineMs)} ms, p99 ${latency(floor.stats.p99, deadlineMs)} ms` : ""}`;
       if (floor !== undefined && floor.stats.p99 >= deadlineMs) excused.push(line);
       else failures.push(line);

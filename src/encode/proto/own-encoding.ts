@@ -102,8 +102,9 @@ export function selfEncoded<M extends object>(message: M, bytes: Uint8Array): M 
 /**
  * Gives the memory of `message`'s own bytes back, once the transport has taken all of them (see
  * AnswerDelivery.written): a page's resizable buffer is shrunk to nothing, which returns its pages to the kernel at
- * once. Left to the collector, dead pages of megabytes stayed committed until V8 counted tens of megabytes of them,
- * and the binary doors' runs of the bench's cold 1000-trace page peaked about 20 MB above REST's. A small answer's
+ * once. V8 does not count a resizable buffer's memory as external, so nothing hurried the collector to a dead one:
+ * sent pages of megabytes stayed committed until an unrelated full collection, and the binary doors' runs of the
+ * bench's cold 1000-trace page peaked about 20 MB above REST's. A small answer's
  * ordinary buffer is the allocator's, and is left to the collector.
  */
 export function releaseOwnEncoding(message: object): void {
