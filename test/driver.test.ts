@@ -236,6 +236,37 @@ describe("postgres driver", () => {
   // statement's promise (porsager/postgres#1192, #1205, #1223): when the lookup failed (the connection destroyed by
   // end's timeout, a cancellation, a terminated backend) the rejection reached no one, and Node ends a process on an
   // unhandled rejection. The patch lets the connection's own error handling speak for it.
+  // A statement not yet prepared on its connection (every statement of the custom-plan pool, and a prepared one's
+  // first run) was sent as Parse, Describe and Flush, and its Bind only once the server had described its
+  // parameters: a round trip and a write more per statement (five of each on a 100-trace page), and the commit
+  // queued behind it in another write. The patch sends it whole when its values need no server type (strings,
+  // numbers, flat arrays of them), and writes its arrays as the array literals the server's types would have given.
+  it("sends a statement whose values need no server type in one go, without waiting for its description", async () => {
+    const relay = await startRecordingRelay(database.url);
+    const words = ["plain", 'quo"te', "back\\slash", "com,ma", "{brace}", "", "NULL", "déjà 💎"];
+    const statement = (sql: postgres.Sql) => sql<{ words: string[]; numbers: number[]; n: string; word: string; empty: number; hole: boolean }[]>`
+      select ${words}::text[] as words, ${[3, 1, 2]}::int4[] as numbers, (${41} + 1)::int8::text as n, ${"mot"}::text as word,
+        cardinality(${[] as string[]}::text[]) as empty, (${["a", null]}::text[])[2] is null as hole`;
+    const expected = { words, numbers: [3, 1, 2], n: "42", word: "mot", empty: 0, hole: true };
+    try {
+      for (const prepare of [false, true]) {
+        const sql = postgres(relay.url, { max: 1, prepare, onnotice: () => {} });
+        try {
+          relay.sent.length = 0;
+          // Twice: the second run of a prepared statement binds with the types its first run was described with.
+          for (let run = 0; run < 2; run++) expect([...(await statement(sql))]).toEqual([expected]);
+          const messages = relay.sent.join(" ");
+          expect(messages).not.toContain("H");
+          expect(messages).toMatch(prepare ? /^P D B E S B E S$/ : /^P D B E S P D B E S$/);
+        } finally {
+          await sql.end();
+        }
+      }
+    } finally {
+      await relay.close();
+    }
+  });
+
   it("ends a pool whose new connection's type lookup never answers without an unhandled rejection", async () => {
     const relay = await startRelayDeafAfterStartUp(database.url);
     const unhandled: unknown[] = [];
@@ -303,6 +334,65 @@ async function startRelayDeafAfterStartUp(databaseUrl: string) {
   return {
     url: url.toString(),
     deaf,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * A relay to the database that records the types of the frontend messages each connection sends after its start-up
+ * (its type lookup and anything before the first ReadyForQuery left out), in `sent`.
+ */
+async function startRecordingRelay(databaseUrl: string) {
+  const target = new URL(databaseUrl);
+  const sockets = new Set<net.Socket>();
+  const sent: string[] = [];
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.once("close", () => (client.destroy(), upstream.destroy()));
+    }
+    upstream.pipe(client);
+    // The start-up message has no type byte; the driver's type lookup is the one simple query ('Q') after it.
+    let pending = Buffer.alloc(0);
+    let startedUp = false;
+    let typeLookupSeen = false;
+    client.on("data", (chunk: Buffer) => {
+      upstream.write(chunk);
+      pending = Buffer.concat([pending, chunk]);
+      if (!startedUp) {
+        if (pending.length < 4) return;
+        const size = pending.readUInt32BE(0);
+        if (pending.length < size) return;
+        pending = pending.subarray(size);
+        startedUp = true;
+      }
+      while (pending.length >= 5) {
+        const size = 1 + pending.readUInt32BE(1);
+        if (pending.length < size) break;
+        const type = String.fromCharCode(pending[0] as number);
+        pending = pending.subarray(size);
+        // Authentication answers ('p') and the type lookup belong to the start-up.
+        if (type === "p") continue;
+        if (type === "Q" && !typeLookupSeen) {
+          typeLookupSeen = true;
+          continue;
+        }
+        if (type !== "X") sent.push(type);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    sent,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
