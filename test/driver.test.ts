@@ -288,15 +288,10 @@ describe("postgres driver", () => {
   });
 });
 
-/**
- * A relay to the database that passes the start-up through (up to the server's first ReadyForQuery) and then lets
- * nothing more come back, as a server that stops answering right after accepting a connection.
- */
-async function startRelayDeafAfterStartUp(databaseUrl: string) {
+/** A relay to the database on a port of its own: `wire` joins each client's socket to its own connection upstream. */
+async function startRelay(databaseUrl: string, wire: (client: net.Socket, upstream: net.Socket) => void) {
   const target = new URL(databaseUrl);
   const sockets = new Set<net.Socket>();
-  let becameDeaf: () => void = () => {};
-  const deaf = new Promise<void>((resolve) => (becameDeaf = resolve));
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port || 5432), target.hostname);
     for (const s of [client, upstream]) {
@@ -304,6 +299,29 @@ async function startRelayDeafAfterStartUp(databaseUrl: string) {
       s.on("error", () => {});
       s.once("close", () => (client.destroy(), upstream.destroy()));
     }
+    wire(client, upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.toString(),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * A relay to the database that passes the start-up through (up to the server's first ReadyForQuery) and then lets
+ * nothing more come back, as a server that stops answering right after accepting a connection.
+ */
+async function startRelayDeafAfterStartUp(databaseUrl: string) {
+  let becameDeaf: () => void = () => {};
+  const deaf = new Promise<void>((resolve) => (becameDeaf = resolve));
+  const relay = await startRelay(databaseUrl, (client, upstream) => {
     client.pipe(upstream);
     let pending = Buffer.alloc(0);
     let listening = true;
@@ -327,37 +345,19 @@ async function startRelayDeafAfterStartUp(databaseUrl: string) {
       if (!listening) becameDeaf();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = new URL(databaseUrl);
-  url.hostname = "127.0.0.1";
-  url.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: url.toString(),
-    deaf,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { ...relay, deaf };
 }
 
 /**
- * A relay to the database that records the types of the frontend messages each connection sends after its start-up
- * (its type lookup and anything before the first ReadyForQuery left out), in `sent`.
+ * A relay to the database that records, in `sent`, the type of each frontend message its connections send after
+ * their start-up: the start-up message, password answers and the driver's type lookup (its first simple query) are
+ * left out, and so is the goodbye.
  */
 async function startRecordingRelay(databaseUrl: string) {
-  const target = new URL(databaseUrl);
-  const sockets = new Set<net.Socket>();
   const sent: string[] = [];
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => {});
-      s.once("close", () => (client.destroy(), upstream.destroy()));
-    }
+  const relay = await startRelay(databaseUrl, (client, upstream) => {
     upstream.pipe(client);
-    // The start-up message has no type byte; the driver's type lookup is the one simple query ('Q') after it.
+    // The start-up message has no type byte; every message after it has one, then a length that counts itself.
     let pending = Buffer.alloc(0);
     let startedUp = false;
     let typeLookupSeen = false;
@@ -376,7 +376,6 @@ async function startRecordingRelay(databaseUrl: string) {
         if (pending.length < size) break;
         const type = String.fromCharCode(pending[0] as number);
         pending = pending.subarray(size);
-        // Authentication answers ('p') and the type lookup belong to the start-up.
         if (type === "p") continue;
         if (type === "Q" && !typeLookupSeen) {
           typeLookupSeen = true;
@@ -386,16 +385,5 @@ async function startRecordingRelay(databaseUrl: string) {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = new URL(databaseUrl);
-  url.hostname = "127.0.0.1";
-  url.port = String((server.address() as net.AddressInfo).port);
-  return {
-    url: url.toString(),
-    sent,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { ...relay, sent };
 }
