@@ -31,7 +31,10 @@ export async function generatedIndex(transactions: number, seed: number): Promis
 
 /** The service's data access on `db` with the settings `env` changes, as the handlers take it. */
 export function serviceDeps(db: TestDatabase, env: Record<string, string | undefined> = {}): { db: Database; config: Config } {
-  const config = loadConfig({ DB_POOL_SIZE: "3", ...env });
+  // These tests compare bytes, not availability: under a loaded machine their synchronous work (encoding and
+  // comparing whole pages) held the event loop past the 1 s connection bound, and the lease's timer, run before the
+  // connection's I/O is read, failed a page with "no connection within 1000 ms" (CI, 1 run in 3 with two busy cores).
+  const config = loadConfig({ DB_POOL_SIZE: "3", DB_CONNECT_TIMEOUT_MS: "10000", ...env });
   // As the service does before its first request: compiling the body schema blocks for a second or more, long
   // enough under load for the reader's availability probe to time out and take the database for down.
   prepareBodyDecoding(config);
