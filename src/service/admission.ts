@@ -205,27 +205,29 @@ export class Admission {
       return Promise.resolve(this.#held("shared", want));
     }
     // A request of a starving kind is let in whatever the estimates say, now and when its turn comes.
-    const judged = want.deadline !== undefined && !this.#starving(kind, want.timeoutMs ?? 0);
-    if (judged && ahead.length > 0) {
+    const deadline = want.deadline !== undefined && !this.#starving(kind, want.timeoutMs ?? 0) ? want.deadline : undefined;
+    if (deadline !== undefined && ahead.length > 0) {
       const waitMs = this.#expectedWaitMs(ahead, count);
-      if (this.#now() + waitMs + this.#expectedHoldMs(kind, count) > (want.deadline as number)) return Promise.reject(overloaded(waitMs));
+      if (this.#now() + waitMs + this.#expectedHoldMs(kind, count) > deadline) return Promise.reject(overloaded(waitMs));
     }
     const queuedAt = this.#now();
     return new Promise((resolve, reject) => {
+      const turnCame = () => {
+        signal.removeEventListener("abort", cancel);
+        this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
+      };
       const entry: Waiter = {
         ticket: want.ticket,
         count,
         kind,
-        deadline: judged ? want.deadline : undefined,
+        deadline,
         timeoutMs: want.timeoutMs,
         grant: (lane) => {
-          signal.removeEventListener("abort", cancel);
-          this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
+          turnCame();
           resolve(this.#held(lane, want));
         },
         refuse: (error) => {
-          signal.removeEventListener("abort", cancel);
-          this.#recorder?.admissionWaited((this.#now() - queuedAt) / 1000);
+          turnCame();
           reject(error);
         },
       };
