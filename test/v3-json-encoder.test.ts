@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GetTracesRequest } from "../gen/tonquery/v1/service_pb.ts";
 import { TracesJsonEncoder, writeTrace } from "../src/encode/v3-json/traces.ts";
-import { JsonPieces } from "../src/encode/v3-json/pieces.ts";
-import { quote, value } from "../src/encode/v3-json/transaction.ts";
+import { quote } from "../src/encode/v3-json/transaction.ts";
+import { JsonPieces, printJson } from "../src/encode/v3-json/pieces.ts";
 import { type LoadedTrace, streamTraces, type TracePageEnd, type TraceSink, traceOf, typedTraceSink } from "../src/handlers/traces.ts";
 import { jsonBytes } from "../src/present/json-text.ts";
 import { presentTrace, TracesJsonWriter } from "../src/present/v3/trace.ts";
@@ -58,15 +58,21 @@ function compareEveryTrace(index: TestDatabase): Promise<number> {
   });
 }
 
+/** What the writer prints for one call, as text. */
+const printed = (write: (out: JsonPieces) => void) => printJson(write).toString("utf8");
+
 describe("the encoder's quoting", () => {
   it("prints strings and scalars as JSON.stringify does, escaping what it escapes", () => {
     const strings = ["", "0:ABCDEF", "say \"hi\"", "back\\slash", "tab\tnew\nline\u0000\u001f\u007f", "héllo ✓", "😀", "\ud83d", "x\udc00y", "\u2028"];
-    for (const text of strings) expect(quote(text), text).toBe(JSON.stringify(text));
-    for (const scalar of [0, -1, 1.5, 2 ** 53, Number.NaN, Number.POSITIVE_INFINITY, true, false, "12345"]) {
-      expect(value(scalar), String(scalar)).toBe(JSON.stringify(scalar));
+    for (const text of strings) {
+      expect(quote(text), text).toBe(JSON.stringify(text));
+      expect(printed((out) => out.string(text)), text).toBe(JSON.stringify(text));
     }
-    expect(value(null)).toBe("null");
-    expect(value(undefined)).toBe("null");
+    for (const scalar of [0, -1, 1.5, 2 ** 53, Number.NaN, Number.POSITIVE_INFINITY, true, false, "12345"]) {
+      expect(printed((out) => out.value(scalar)), String(scalar)).toBe(JSON.stringify(scalar));
+    }
+    expect(printed((out) => out.value(null))).toBe("null");
+    expect(printed((out) => out.value(undefined))).toBe("null");
   });
 
   it("quotes any string, lone surrogates and long ones included, as JSON.stringify does", () => {
@@ -74,8 +80,33 @@ describe("the encoder's quoting", () => {
     fc.assert(
       fc.property(anyText, (text) => {
         expect(quote(text)).toBe(JSON.stringify(text));
+        expect(printed((out) => out.string(text))).toBe(JSON.stringify(text));
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it("writes objects of optional members, and text of any length across its chunks, as the strings it stands for", () => {
+    const member = fc.tuple(fc.constantFrom("a", "b", "c"), fc.option(fc.oneof(fc.string({ unit: "binary" }), fc.integer(), fc.boolean()), { nil: null }));
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.array(member, { maxLength: 4 }), fc.string({ unit: "binary", maxLength: 40 }))), fc.integer({ min: 1, max: 64 }), (parts, chunkSize) => {
+        const out = new JsonPieces(chunkSize);
+        let expected = "";
+        for (const part of parts) {
+          if (typeof part === "string") {
+            out.text(part);
+            expected += part;
+            continue;
+          }
+          out.objectStart();
+          const present = part.filter(([, v]) => v !== null);
+          for (const [key, v] of part) out.member(`,"${key}":`, v);
+          out.objectEnd();
+          expected += `{${present.map(([key, v]) => `"${key}":${JSON.stringify(v)}`).join(",")}}`;
+        }
+        expect(out.take().toString("utf8")).toBe(Buffer.from(expected).toString("utf8"));
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -291,6 +291,13 @@ export function groupMessages(rows: readonly MessageRow[]): Map<string, Transact
   return byTx;
 }
 
+/** Whether the column names a currency: nearly every value is {}, read here without building anything. */
+export function hasExtraCurrencies(json: ExtraCurrenciesJson): json is Record<string, string | number> {
+  if (json === null) return false;
+  for (const _ in json) return true;
+  return false;
+}
+
 export function extraCurrencies(json: ExtraCurrenciesJson): ExtraCurrencies | undefined {
   if (json === null) return undefined;
   const amounts: Record<number, string> = {};

@@ -3,9 +3,9 @@ import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_p
 import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses, presentAction } from "../actions/present.ts";
 import { type TransactionRow, transactionRowAddresses } from "../db/transactions.ts";
-import { JsonPieces } from "../encode/v3-json/pieces.ts";
+import { printJson } from "../encode/v3-json/pieces.ts";
 import { transactionsByHash, writeTransactionsObject, writeTree } from "../encode/v3-json/traces.ts";
-import { accountStateValue, quote, writeTransaction } from "../encode/v3-json/transaction.ts";
+import { quote, writeAccountState, writeTransaction } from "../encode/v3-json/transaction.ts";
 import type { Config } from "../runtime/config.ts";
 import { assembleTraceTree, transactionRowTreeView } from "../handlers/trace-tree.ts";
 import type { LoadedTrace } from "../handlers/traces.ts";
@@ -173,9 +173,7 @@ function printedOnce<K extends object>(printed: WeakMap<K, string>, key: K, prin
 
 function transactionJson(trace: LoadedTrace, row: TransactionRow): string {
   return printedOnce(printedTransactions, row, () => {
-    const out = new JsonPieces();
-    writeTransaction(out, trace.rowSet, row, trace.bodies);
-    return out.take().toString();
+    return printJson((out) => writeTransaction(out, trace.rowSet, row, trace.bodies)).toString();
   });
 }
 
@@ -188,15 +186,15 @@ function treeAndTransactionsJson(trace: StreamTrace): string {
   return printedOnce(printedTraces, trace, () => {
     const { transactions, rowSet } = trace.loaded;
     if (transactions === undefined) return `"trace":null,"transactions":{}`;
-    const out = new JsonPieces();
     const tree = assembleTraceTree(transactions, transactionRowTreeView(rowSet));
     const byHash = transactionsByHash(transactions);
-    out.text(`"trace":`);
-    if (tree.nodes.length > 0) writeTree(out, rowSet, tree.nodes, byHash);
-    else out.text("null");
-    out.text(`,"transactions":`);
-    writeTransactionsObject(out, byHash, (row) => out.text(transactionJson(trace.loaded, row)));
-    return out.take().toString();
+    return printJson((out) => {
+      out.text(`"trace":`);
+      if (tree.nodes.length > 0) writeTree(out, rowSet, tree.nodes, byHash);
+      else out.text("null");
+      out.text(`,"transactions":`);
+      writeTransactionsObject(out, byHash, (row) => out.text(transactionJson(trace.loaded, row)));
+    }).toString();
   });
 }
 
@@ -258,7 +256,9 @@ export function blockEvents(subscription: Subscription, item: Block): StreamEven
       for (const row of rows) if (addresses.has(row.account)) last.set(row.account, row);
       for (const [account, row] of last) {
         if (row.account_state_hash_after === null) continue;
-        const state = printedOnce(printedStatesAfter, row, () => accountStateValue(row.account_state_hash_after, loaded.rowSet.stateByHash));
+        const state = printedOnce(printedStatesAfter, row, () =>
+          printJson((out) => writeAccountState(out, row.account_state_hash_after, loaded.rowSet.stateByHash)).toString(),
+        );
         events.push(`{"type":"account_state_change","finality":"finalized","account":${quote(account)},"state":${state}}`);
       }
     }

@@ -3,6 +3,7 @@ import {
   computeGas,
   extraCurrencies,
   hasBlockRef,
+  hasExtraCurrencies,
   hasCreditPhase,
   hasMessageSize,
   inMsgTxHash,
@@ -33,8 +34,7 @@ import { lengthDelimited, type ProtoWriter } from "./writer.ts";
 function writeExtraCurrencies(w: ProtoWriter, no: number, json: ExtraCurrenciesJson): void {
   if (json === null) return;
   w.fork(no);
-  // Nearly every value is {}: no record is built for it.
-  if (hasKeys(json)) {
+  if (hasExtraCurrencies(json)) {
     const amounts = (extraCurrencies(json) as ExtraCurrencies).amounts;
     for (const key of Object.keys(amounts)) {
       // Keys are strings locally; protobuf-es reads an int32 key back with parseInt.
@@ -47,11 +47,6 @@ function writeExtraCurrencies(w: ProtoWriter, no: number, json: ExtraCurrenciesJ
     }
   }
   w.join();
-}
-
-function hasKeys(object: object): boolean {
-  for (const _ in object) return true;
-  return false;
 }
 
 /** Cells and bits, as a MessageSize (field `no`), when both are known. */

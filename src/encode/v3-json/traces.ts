@@ -6,8 +6,8 @@ import { assembleTraceTree, transactionRowTreeView } from "../../handlers/trace-
 import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarning } from "../../handlers/traces.ts";
 import { jsonBytes } from "../../present/json-text.ts";
 import { tracesPageTail } from "../../present/v3/trace.ts";
-import { JsonPieces } from "./pieces.ts";
-import { quote, value, writeTransaction } from "./transaction.ts";
+import { type JsonPieces, printJson } from "./pieces.ts";
+import { writeTransaction } from "./transaction.ts";
 
 // toncenter's v3 JSON of /api/v3/traces, written from the rows the data layer read (see LoadedTrace): the one place
 // where REST v3 prints a trace. Byte for byte what presentTracesResponse (src/present/v3/trace.ts) prints for the
@@ -25,8 +25,13 @@ export function writeTree(out: JsonPieces, set: TransactionRowSet, nodes: readon
   const hasOutMsgs = (hash: string) => messagesOf(set, byHash.get(hash) as TransactionRow).outMsgs.length > 0;
   const writeNode = (index: number): void => {
     const node = nodes[index] as TraceNode;
-    const inMsg = node.inMsgHash === undefined ? "" : `,"in_msg_hash":${quote(node.inMsgHash)}`;
-    out.text(`{"tx_hash":${quote(node.transactionHash)}${inMsg},"children":`);
+    out.text('{"tx_hash":');
+    out.string(node.transactionHash);
+    if (node.inMsgHash !== undefined) {
+      out.text(',"in_msg_hash":');
+      out.string(node.inMsgHash);
+    }
+    out.text(',"children":');
     const children = childIndexes[index] ?? [];
     if (children.length === 0) out.text(hasOutMsgs(node.transactionHash) ? "null}" : "[]}");
     else {
@@ -56,7 +61,9 @@ export function writeTransactionsObject(out: JsonPieces, byHash: ReadonlyMap<str
   out.text("{");
   let first = true;
   for (const [hash, tx] of byHash) {
-    out.text(`${first ? "" : ","}${quote(hash)}:`);
+    if (!first) out.text(",");
+    out.string(hash);
+    out.text(":");
     writeRow(tx);
     first = false;
   }
@@ -66,15 +73,33 @@ export function writeTransactionsObject(out: JsonPieces, byHash: ReadonlyMap<str
 /** One trace as toncenter's v3 JSON object, written into `out`. */
 export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions: boolean): void {
   const { row, transactions } = loaded;
-  out.text(
-    `{"trace_id":${quote(row.trace_id)},"external_hash":${value(row.external_hash)},` +
-      `"mc_seqno_start":${row.mc_seqno_start === null ? "null" : quote(String(row.mc_seqno_start))},` +
-      `"mc_seqno_end":${row.mc_seqno_end === null ? "null" : quote(String(row.mc_seqno_end))},` +
-      `"start_lt":${value(row.start_lt)},"start_utime":${value(row.start_utime)},"end_lt":${value(row.end_lt)},"end_utime":${value(row.end_utime)},` +
-      `"trace_info":{"trace_state":${quote(row.state ?? "")},"messages":${JSON.stringify(Number(row.edges_ ?? "0"))},` +
-      `"transactions":${JSON.stringify(Number(row.nodes_ ?? "0"))},"pending_messages":${JSON.stringify(Number(row.pending_edges_ ?? "0"))},` +
-      `"classification_state":${quote(row.classification_state ?? "")}},"is_incomplete":${transactions === undefined}`,
-  );
+  out.text('{"trace_id":');
+  out.string(row.trace_id);
+  out.text(',"external_hash":');
+  out.value(row.external_hash);
+  out.text(',"mc_seqno_start":');
+  out.value(row.mc_seqno_start === null ? null : String(row.mc_seqno_start));
+  out.text(',"mc_seqno_end":');
+  out.value(row.mc_seqno_end === null ? null : String(row.mc_seqno_end));
+  out.text(',"start_lt":');
+  out.value(row.start_lt);
+  out.text(',"start_utime":');
+  out.value(row.start_utime);
+  out.text(',"end_lt":');
+  out.value(row.end_lt);
+  out.text(',"end_utime":');
+  out.value(row.end_utime);
+  out.text(',"trace_info":{"trace_state":');
+  out.string(row.state ?? "");
+  out.text(',"messages":');
+  out.text(JSON.stringify(Number(row.edges_ ?? "0")));
+  out.text(',"transactions":');
+  out.text(JSON.stringify(Number(row.nodes_ ?? "0")));
+  out.text(',"pending_messages":');
+  out.text(JSON.stringify(Number(row.pending_edges_ ?? "0")));
+  out.text(',"classification_state":');
+  out.string(row.classification_state ?? "");
+  out.text(transactions === undefined ? '},"is_incomplete":true' : '},"is_incomplete":false');
   if (transactions === undefined) {
     out.text(`,"warning":${JSON.stringify(traceTooLargeWarning)}${includeActions ? `,"actions":[]` : ""}}`);
     return;
@@ -91,7 +116,10 @@ export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions:
     writeTree(out, loaded.rowSet, tree.nodes, byHash);
   }
   out.text(`,"transactions_order":[`);
-  transactions.forEach((tx, i) => out.text(i === 0 ? quote(tx.hash) : `,${quote(tx.hash)}`));
+  transactions.forEach((tx, i) => {
+    if (i > 0) out.text(",");
+    out.string(tx.hash);
+  });
   out.text(`],"transactions":`);
   writeTransactionsObject(out, byHash, (tx) => writeTransaction(out, loaded.rowSet, tx, loaded.bodies));
   out.text("}");
@@ -118,7 +146,6 @@ export interface PieceSink {
 export class TracesJsonEncoder implements TraceSink<Buffer[]> {
   readonly #collected: Buffer[] = [];
   readonly #sink: PieceSink;
-  readonly #out = new JsonPieces();
   readonly #includeActions: boolean;
   #first = true;
 
@@ -130,10 +157,12 @@ export class TracesJsonEncoder implements TraceSink<Buffer[]> {
 
   trace(loaded: LoadedTrace): void | Promise<void> {
     // One piece per trace, its separator included: a large trace then goes out without being copied again.
-    this.#out.text(this.#first ? pageHead : ",");
-    writeTrace(this.#out, loaded, this.#includeActions);
+    const piece = printJson((out) => {
+      out.text(this.#first ? pageHead : ",");
+      writeTrace(out, loaded, this.#includeActions);
+    });
     this.#first = false;
-    return this.#sink.write(this.#out.take());
+    return this.#sink.write(piece);
   }
 
   chunkEnd(): void {

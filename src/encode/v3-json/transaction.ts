@@ -2,9 +2,15 @@ import {
   type AccountStateRow,
   computeGas,
   extraCurrencies,
+  hasBlockRef,
+  hasCreditPhase,
+  hasExtraCurrencies,
+  hasMessageSize,
+  inMsgTxHash,
   type MessageRow,
   messageOpcode,
   messagesOf,
+  outMsgTxHash,
   type TransactionRow,
   type TransactionRowSet,
 } from "../../db/transactions.ts";
@@ -35,180 +41,258 @@ export function quote(text: string): string {
   return needsNoEscaping.test(text) ? `"${text}"` : JSON.stringify(text);
 }
 
-/** A JSON value: null for an absent one. */
-export function value(v: string | number | boolean | null | undefined): string {
-  if (v === null || v === undefined) return "null";
-  if (typeof v === "string") return quote(v);
-  // Numbers from the driver are finite; JSON prints the others as null.
-  if (typeof v === "number") return Number.isFinite(v) ? String(v) : "null";
-  return v ? "true" : "false";
-}
-
-/** `,"key":value`, or nothing for an absent value (a member toncenter leaves out). */
-function member(key: string, v: string | number | boolean | null | undefined): string {
-  return v === null || v === undefined ? "" : `,"${key}":${value(v)}`;
-}
-
-/** An object of members written by `member`. */
-function object(members: string): string {
-  return members === "" ? "{}" : `{${members.slice(1)}}`;
-}
-
 function extraCurrenciesValue(json: ExtraCurrenciesJson): string {
+  if (json === null) return "null";
   // Through the typed form, so that ids print (and order) as they do there.
-  return json === null ? "null" : JSON.stringify(presentExtraCurrencies(extraCurrencies(json)));
+  return hasExtraCurrencies(json) ? JSON.stringify(presentExtraCurrencies(extraCurrencies(json))) : "{}";
 }
 
-function messageSize(cells: string | null, bits: string | null): string {
-  return cells === null || bits === null ? "" : `{"cells":${quote(cells)},"bits":${quote(bits)}}`;
+/** Cells and bits, both known (see hasMessageSize). */
+function messageSize(out: JsonPieces, cells: string | null, bits: string | null): void {
+  out.text('{"cells":');
+  out.string(cells as string);
+  out.text(',"bits":');
+  out.string(bits as string);
+  out.text("}");
 }
 
-function description(row: TransactionRow): string {
-  let out = `{"type":${quote(row.descr ?? "")}`;
-  out += member("aborted", row.aborted);
-  out += member("destroyed", row.destroyed);
-  out += member("credit_first", row.credit_first);
-  out += member("is_tock", row.is_tock);
-  out += member("installed", row.installed);
+function description(out: JsonPieces, row: TransactionRow): void {
+  out.text('{"type":');
+  out.string(row.descr ?? "");
+  out.member(',"aborted":', row.aborted);
+  out.member(',"destroyed":', row.destroyed);
+  out.member(',"credit_first":', row.credit_first);
+  out.member(',"is_tock":', row.is_tock);
+  out.member(',"installed":', row.installed);
   if (row.storage_status_change !== null) {
-    out += `,"storage_ph":${object(
-      member("storage_fees_collected", row.storage_fees_collected) +
-        member("storage_fees_due", row.storage_fees_due) +
-        member("status_change", row.storage_status_change),
-    )}`;
+    out.text(',"storage_ph":');
+    out.objectStart();
+    out.member(',"storage_fees_collected":', row.storage_fees_collected);
+    out.member(',"storage_fees_due":', row.storage_fees_due);
+    out.member(',"status_change":', row.storage_status_change);
+    out.objectEnd();
   }
-  if (row.credit_due_fees_collected !== null || row.credit !== null || row.credit_extra_currencies !== null) {
+  if (hasCreditPhase(row)) {
+    out.text(',"credit_ph":');
+    out.objectStart();
+    out.member(',"due_fees_collected":', row.credit_due_fees_collected);
+    out.member(',"credit":', row.credit);
     // toncenter leaves credit_extra_currencies out when it is empty.
-    const extra = extraCurrencies(row.credit_extra_currencies);
-    const printedExtra = extra !== undefined && Object.keys(extra.amounts).length > 0 ? `,"credit_extra_currencies":${JSON.stringify(presentExtraCurrencies(extra))}` : "";
-    out += `,"credit_ph":${object(member("due_fees_collected", row.credit_due_fees_collected) + member("credit", row.credit) + printedExtra)}`;
+    if (hasExtraCurrencies(row.credit_extra_currencies)) {
+      out.key(',"credit_extra_currencies":');
+      out.text(extraCurrenciesValue(row.credit_extra_currencies));
+    }
+    out.objectEnd();
   }
   if (row.compute_skipped !== null) {
     const { gasFees, gasUsed } = computeGas(row);
-    out += `,"compute_ph":${object(
-      member("skipped", row.compute_skipped) +
-        member("reason", row.skipped_reason) +
-        member("success", row.compute_success) +
-        member("msg_state_used", row.compute_msg_state_used) +
-        member("account_activated", row.compute_account_activated) +
-        member("gas_fees", gasFees) +
-        member("gas_used", gasUsed) +
-        member("gas_limit", row.compute_gas_limit) +
-        member("gas_credit", row.compute_gas_credit) +
-        member("mode", row.compute_mode) +
-        member("exit_code", row.compute_exit_code) +
-        member("exit_arg", row.compute_exit_arg) +
-        member("vm_steps", row.compute_vm_steps === null ? null : Number(row.compute_vm_steps)) +
-        member("vm_init_state_hash", row.compute_vm_init_state_hash) +
-        member("vm_final_state_hash", row.compute_vm_final_state_hash),
-    )}`;
+    out.text(',"compute_ph":');
+    out.objectStart();
+    out.member(',"skipped":', row.compute_skipped);
+    out.member(',"reason":', row.skipped_reason);
+    out.member(',"success":', row.compute_success);
+    out.member(',"msg_state_used":', row.compute_msg_state_used);
+    out.member(',"account_activated":', row.compute_account_activated);
+    out.member(',"gas_fees":', gasFees);
+    out.member(',"gas_used":', gasUsed);
+    out.member(',"gas_limit":', row.compute_gas_limit);
+    out.member(',"gas_credit":', row.compute_gas_credit);
+    out.member(',"mode":', row.compute_mode);
+    out.member(',"exit_code":', row.compute_exit_code);
+    out.member(',"exit_arg":', row.compute_exit_arg);
+    out.member(',"vm_steps":', row.compute_vm_steps === null ? null : Number(row.compute_vm_steps));
+    out.member(',"vm_init_state_hash":', row.compute_vm_init_state_hash);
+    out.member(',"vm_final_state_hash":', row.compute_vm_final_state_hash);
+    out.objectEnd();
   }
   if (row.action_success !== null) {
-    const size = messageSize(row.action_tot_msg_size_cells, row.action_tot_msg_size_bits);
-    out += `,"action":${object(
-      member("success", row.action_success) +
-        member("valid", row.action_valid) +
-        member("no_funds", row.action_no_funds) +
-        member("status_change", row.action_status_change) +
-        member("total_fwd_fees", row.action_total_fwd_fees) +
-        member("total_action_fees", row.action_total_action_fees) +
-        member("result_code", row.action_result_code) +
-        member("result_arg", row.action_result_arg) +
-        member("tot_actions", row.action_tot_actions) +
-        member("spec_actions", row.action_spec_actions) +
-        member("skipped_actions", row.action_skipped_actions) +
-        member("msgs_created", row.action_msgs_created) +
-        member("action_list_hash", row.action_action_list_hash) +
-        (size === "" ? "" : `,"tot_msg_size":${size}`),
-    )}`;
+    out.text(',"action":');
+    out.objectStart();
+    out.member(',"success":', row.action_success);
+    out.member(',"valid":', row.action_valid);
+    out.member(',"no_funds":', row.action_no_funds);
+    out.member(',"status_change":', row.action_status_change);
+    out.member(',"total_fwd_fees":', row.action_total_fwd_fees);
+    out.member(',"total_action_fees":', row.action_total_action_fees);
+    out.member(',"result_code":', row.action_result_code);
+    out.member(',"result_arg":', row.action_result_arg);
+    out.member(',"tot_actions":', row.action_tot_actions);
+    out.member(',"spec_actions":', row.action_spec_actions);
+    out.member(',"skipped_actions":', row.action_skipped_actions);
+    out.member(',"msgs_created":', row.action_msgs_created);
+    out.member(',"action_list_hash":', row.action_action_list_hash);
+    if (hasMessageSize(row.action_tot_msg_size_cells, row.action_tot_msg_size_bits)) {
+      out.key(',"tot_msg_size":');
+      messageSize(out, row.action_tot_msg_size_cells, row.action_tot_msg_size_bits);
+    }
+    out.objectEnd();
   }
   if (row.bounce !== null) {
-    const size = messageSize(row.bounce_msg_size_cells, row.bounce_msg_size_bits);
-    out += `,"bounce":${object(
-      member("type", row.bounce) +
-        (size === "" ? "" : `,"msg_size":${size}`) +
-        member("req_fwd_fees", row.bounce_req_fwd_fees) +
-        member("msg_fees", row.bounce_msg_fees) +
-        member("fwd_fees", row.bounce_fwd_fees),
-    )}`;
+    out.text(',"bounce":');
+    out.objectStart();
+    out.member(',"type":', row.bounce);
+    if (hasMessageSize(row.bounce_msg_size_cells, row.bounce_msg_size_bits)) {
+      out.key(',"msg_size":');
+      messageSize(out, row.bounce_msg_size_cells, row.bounce_msg_size_bits);
+    }
+    out.member(',"req_fwd_fees":', row.bounce_req_fwd_fees);
+    out.member(',"msg_fees":', row.bounce_msg_fees);
+    out.member(',"fwd_fees":', row.bounce_fwd_fees);
+    out.objectEnd();
   }
   if (row.split_info_cur_shard_pfx_len !== null) {
-    out += `,"split_info":${object(
-      member("cur_shard_pfx_len", row.split_info_cur_shard_pfx_len) +
-        member("acc_split_depth", row.split_info_acc_split_depth) +
-        member("this_addr", row.split_info_this_addr) +
-        member("sibling_addr", row.split_info_sibling_addr),
-    )}`;
+    out.text(',"split_info":');
+    out.objectStart();
+    out.member(',"cur_shard_pfx_len":', row.split_info_cur_shard_pfx_len);
+    out.member(',"acc_split_depth":', row.split_info_acc_split_depth);
+    out.member(',"this_addr":', row.split_info_this_addr);
+    out.member(',"sibling_addr":', row.split_info_sibling_addr);
+    out.objectEnd();
   }
-  return `${out}}`;
+  out.text("}");
 }
 
 /** An account state as its v3 JSON value. A state the index did not keep (the worker skips nonexist states) still prints its hash. */
-export function accountStateValue(hash: string | null, states: ReadonlyMap<string, AccountStateRow>): string {
-  if (hash === null) return "null";
+export function writeAccountState(out: JsonPieces, hash: string | null, states: ReadonlyMap<string, AccountStateRow>): void {
+  if (hash === null) {
+    out.text("null");
+    return;
+  }
   const row = states.get(hash);
-  return (
-    `{"hash":${quote(hash)},"balance":${value(row?.balance)},` +
-    `"extra_currencies":${row === undefined ? "null" : extraCurrenciesValue(row.balance_extra_currencies)},` +
-    `"account_status":${value(row?.account_status)},"frozen_hash":${value(row?.frozen_hash)},"data_hash":${value(row?.data_hash)},` +
-    `"code_hash":${value(row?.code_hash)},"code_boc":null,"data_boc":null}`
-  );
+  out.text('{"hash":');
+  out.string(hash);
+  out.text(',"balance":');
+  out.value(row?.balance);
+  out.text(',"extra_currencies":');
+  out.text(row === undefined ? "null" : extraCurrenciesValue(row.balance_extra_currencies));
+  out.text(',"account_status":');
+  out.value(row?.account_status);
+  out.text(',"frozen_hash":');
+  out.value(row?.frozen_hash);
+  out.text(',"data_hash":');
+  out.value(row?.data_hash);
+  out.text(',"code_hash":');
+  out.value(row?.code_hash);
+  out.text(',"code_boc":null,"data_boc":null}');
 }
 
 function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
   const opcode = messageOpcode(row);
-  out.text(
-    `{"hash":${quote(row.msg_hash)},"source":${value(row.source)},"destination":${value(row.destination)},` +
-      `"value":${value(row.value)},"value_extra_currencies":${extraCurrenciesValue(row.value_extra_currencies)},` +
-      `"fwd_fee":${value(row.fwd_fee)},"ihr_fee":${value(row.ihr_fee)},"extra_flags":${value(row.extra_flags)},` +
-      `"created_lt":${value(row.created_lt)},"created_at":${value(row.created_at)},"opcode":${value(presentOpcode(opcode))},` +
-      `"decoded_opcode":${opcode === undefined ? "null" : value(bodies.opcodeName(opcode))},"ihr_disabled":${value(row.ihr_disabled)},` +
-      `"bounce":${value(row.bounce)},"bounced":${value(row.bounced)},"import_fee":${value(row.import_fee)},"message_content":`,
-  );
+  out.text('{"hash":');
+  out.string(row.msg_hash);
+  out.text(',"source":');
+  out.value(row.source);
+  out.text(',"destination":');
+  out.value(row.destination);
+  out.text(',"value":');
+  out.value(row.value);
+  out.text(',"value_extra_currencies":');
+  out.text(extraCurrenciesValue(row.value_extra_currencies));
+  out.text(',"fwd_fee":');
+  out.value(row.fwd_fee);
+  out.text(',"ihr_fee":');
+  out.value(row.ihr_fee);
+  out.text(',"extra_flags":');
+  out.value(row.extra_flags);
+  out.text(',"created_lt":');
+  out.value(row.created_lt);
+  out.text(',"created_at":');
+  out.value(row.created_at);
+  out.text(',"opcode":');
+  out.value(presentOpcode(opcode));
+  out.text(',"decoded_opcode":');
+  out.value(opcode === undefined ? null : bodies.opcodeName(opcode));
+  out.text(',"ihr_disabled":');
+  out.value(row.ihr_disabled);
+  out.text(',"bounce":');
+  out.value(row.bounce);
+  out.text(',"bounced":');
+  out.value(row.bounced);
+  out.text(',"import_fee":');
+  out.value(row.import_fee);
+  out.text(',"message_content":');
   if (row.body_hash === null) out.text("null");
   else {
-    out.text(`{"hash":${quote(row.body_hash)},"body":${value(row.body)},"decoded":`);
+    out.text('{"hash":');
+    out.string(row.body_hash);
+    out.text(',"body":');
+    out.value(row.body);
+    out.text(',"decoded":');
     // Toncenter decodes message bodies, never state inits. A decoded body is JSON text printed once per body.
     const decoded = bodies.decode(row.body_hash, row.body);
     if (decoded instanceof DecodedBody) out.json(decoded.text);
     else out.text(JSON.stringify(decoded?.data ?? null));
     out.text("}");
   }
-  const initState =
-    row.init_state_hash === null ? "null" : `{"hash":${quote(row.init_state_hash)},"body":${value(row.init_state_body)},"decoded":null}`;
-  const counterpart = value(row.counterpart_tx_hash);
-  const own = quote(row.tx_hash);
-  out.text(
-    `,"init_state":${initState}${member("hash_norm", row.msg_hash_norm)},` +
-      `"in_msg_tx_hash":${row.direction === "out" ? counterpart : own},"out_msg_tx_hash":${row.direction === "in" ? counterpart : own}}`,
-  );
+  out.text(',"init_state":');
+  if (row.init_state_hash === null) out.text("null");
+  else {
+    out.text('{"hash":');
+    out.string(row.init_state_hash);
+    out.text(',"body":');
+    out.value(row.init_state_body);
+    out.text(',"decoded":null}');
+  }
+  out.member(',"hash_norm":', row.msg_hash_norm);
+  out.text(',"in_msg_tx_hash":');
+  out.value(inMsgTxHash(row));
+  out.text(',"out_msg_tx_hash":');
+  out.value(outMsgTxHash(row));
+  out.text("}");
 }
 
 /** One of the set's transactions as toncenter's v3 JSON object. */
 export function writeTransaction(out: JsonPieces, set: TransactionRowSet, row: TransactionRow, bodies: BodyDecoding): void {
-  const blockRef =
-    row.block_workchain === null || row.block_shard === null || row.block_seqno === null
-      ? "null"
-      : `{"workchain":${row.block_workchain},"shard":${quote(shardToUnsignedHex(row.block_shard))},"seqno":${row.block_seqno}}`;
-  out.text(
-    `{"account":${quote(row.account)},"hash":${quote(row.hash)},"lt":${quote(row.lt)},` +
-      `"now":${value(row.now)},"mc_block_seqno":${value(row.mc_block_seqno)}${member("trace_id", row.trace_id)},` +
-      `"prev_trans_hash":${value(row.prev_trans_hash)},"prev_trans_lt":${value(row.prev_trans_lt)},` +
-      `"orig_status":${value(row.orig_status)},"end_status":${value(row.end_status)},"total_fees":${value(row.total_fees)},` +
-      `"total_fees_extra_currencies":${extraCurrenciesValue(row.total_fees_extra_currencies)},"description":${description(row)},` +
-      `"block_ref":${blockRef},"in_msg":`,
-  );
+  out.text('{"account":');
+  out.string(row.account);
+  out.text(',"hash":');
+  out.string(row.hash);
+  out.text(',"lt":');
+  out.string(row.lt);
+  out.text(',"now":');
+  out.value(row.now);
+  out.text(',"mc_block_seqno":');
+  out.value(row.mc_block_seqno);
+  out.member(',"trace_id":', row.trace_id);
+  out.text(',"prev_trans_hash":');
+  out.value(row.prev_trans_hash);
+  out.text(',"prev_trans_lt":');
+  out.value(row.prev_trans_lt);
+  out.text(',"orig_status":');
+  out.value(row.orig_status);
+  out.text(',"end_status":');
+  out.value(row.end_status);
+  out.text(',"total_fees":');
+  out.value(row.total_fees);
+  out.text(',"total_fees_extra_currencies":');
+  out.text(extraCurrenciesValue(row.total_fees_extra_currencies));
+  out.text(',"description":');
+  description(out, row);
+  out.text(',"block_ref":');
+  if (!hasBlockRef(row)) out.text("null");
+  else {
+    out.text('{"workchain":');
+    out.text(String(row.block_workchain));
+    out.text(',"shard":');
+    out.string(shardToUnsignedHex(row.block_shard as string));
+    out.text(',"seqno":');
+    out.text(String(row.block_seqno));
+    out.text("}");
+  }
+  out.text(',"in_msg":');
   const own = messagesOf(set, row);
   if (own.inMsg === undefined) out.text("null");
   else message(out, own.inMsg, bodies);
-  out.text(`,"out_msgs":[`);
+  out.text(',"out_msgs":[');
   own.outMsgs.forEach((outMsg, index) => {
     if (index > 0) out.text(",");
     message(out, outMsg, bodies);
   });
-  out.text(
-    `],"account_state_before":${accountStateValue(row.account_state_hash_before, set.stateByHash)},` +
-      `"account_state_after":${accountStateValue(row.account_state_hash_after, set.stateByHash)},` +
-      `"emulated":false,"finality":"finalized","trace_external_hash":${value(row.trace_external_hash)}}`,
-  );
+  out.text('],"account_state_before":');
+  writeAccountState(out, row.account_state_hash_before, set.stateByHash);
+  out.text(',"account_state_after":');
+  writeAccountState(out, row.account_state_hash_after, set.stateByHash);
+  out.text(',"emulated":false,"finality":"finalized","trace_external_hash":');
+  out.value(row.trace_external_hash);
+  out.text("}");
 }

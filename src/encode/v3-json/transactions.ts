@@ -1,7 +1,7 @@
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
 import { jsonBytes } from "../../present/json-text.ts";
 import { presentAddressBook } from "../../present/v3/transaction.ts";
-import { JsonPieces } from "./pieces.ts";
+import { printJson } from "./pieces.ts";
 import { writeTransaction } from "./transaction.ts";
 
 // toncenter's v3 JSON of a list of transactions with their address book ({"transactions":[...],"address_book":{...}},
@@ -11,14 +11,16 @@ import { writeTransaction } from "./transaction.ts";
 
 /** The whole answer, as UTF-8 pieces. */
 export function writeTransactionsResponse(loaded: LoadedTransactions): Buffer[] {
-  const out = new JsonPieces();
-  out.text(`{"transactions":[`);
-  loaded.set.rows.forEach((row, index) => {
-    if (index > 0) out.text(",");
-    writeTransaction(out, loaded.set, row, loaded.bodies);
-  });
-  out.text(`],"address_book":`);
-  out.raw(jsonBytes(presentAddressBook(loaded.addressBook)));
-  out.text("}");
-  return [out.take()];
+  return [
+    printJson((out) => {
+      out.text(`{"transactions":[`);
+      loaded.set.rows.forEach((row, index) => {
+        if (index > 0) out.text(",");
+        writeTransaction(out, loaded.set, row, loaded.bodies);
+      });
+      out.text(`],"address_book":`);
+      out.raw(jsonBytes(presentAddressBook(loaded.addressBook)));
+      out.text("}");
+    }),
+  ];
 }
