@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JsonPieces } from "../src/encode/v3-json/pieces.ts";
+import { JsonPieces } from "../src/encode/json-pieces.ts";
 import { jsonBytes, JsonText } from "../src/present/json-text.ts";
 
 /** The value with some of its objects and arrays replaced by their pre-printed text (every third, by position). */

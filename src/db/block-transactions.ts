@@ -6,6 +6,7 @@ import { rebuildTransactionBoc } from "../ton/transaction-boc.ts";
 import { runQuery, type Sql } from "./client.ts";
 import {
   groupMessages,
+  hasExtraCurrencies,
   type MessageRow,
   selectMessageRows,
   selectTransactionRows,
@@ -156,10 +157,12 @@ export function rawMessageAmounts(row: MessageRow): { value: string; fwdFee: str
   return { value: external ? "0" : (row.value ?? "0"), fwdFee: external ? "0" : (row.fwd_fee ?? "0"), createdLt: inbound ? "0" : (row.created_lt ?? "0") };
 }
 
+const noExtraCurrencies: readonly { id: number; amount: string }[] = [];
+
 /** A message's extra currencies in the order of the dictionary tonlib walks: currency ids as unsigned 32-bit keys. */
 export function rawExtraCurrencies(row: MessageRow): readonly { id: number; amount: string }[] {
-  if (row.value_extra_currencies === null) return [];
-  return Object.entries(row.value_extra_currencies ?? {})
+  if (!hasExtraCurrencies(row.value_extra_currencies)) return noExtraCurrencies;
+  return Object.entries(row.value_extra_currencies)
     .sort(([a], [b]) => (Number(a) >>> 0) - (Number(b) >>> 0))
     .map(([id, amount]) => ({ id: Number(id), amount: String(amount) }));
 }

@@ -3,9 +3,9 @@ import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_p
 import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses, presentAction } from "../actions/present.ts";
 import { type TransactionRow, transactionRowAddresses } from "../db/transactions.ts";
-import { printJson } from "../encode/v3-json/pieces.ts";
+import { printJson, quote } from "../encode/json-pieces.ts";
 import { transactionsByHash, writeTransactionsObject, writeTree } from "../encode/v3-json/traces.ts";
-import { quote, writeAccountState, writeTransaction } from "../encode/v3-json/transaction.ts";
+import { writeAccountState, writeTransaction } from "../encode/v3-json/transaction.ts";
 import type { Config } from "../runtime/config.ts";
 import { assembleTraceTree, transactionRowTreeView } from "../handlers/trace-tree.ts";
 import type { LoadedTrace } from "../handlers/traces.ts";

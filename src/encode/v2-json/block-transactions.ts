@@ -9,7 +9,7 @@ import {
 import type { MessageRow, TransactionRow } from "../../db/transactions.ts";
 import type { LoadedBlockTransactions } from "../../handlers/block-transactions-ext.ts";
 import { readMessageData } from "../../ton/message-data.ts";
-import { quote } from "../v3-json/transaction.ts";
+import { type JsonPieces, printJson, quote } from "../json-pieces.ts";
 
 // toncenter v2's JSON of /api/v2/getBlockTransactionsExt ({"ok":true,"result":{...}}), written from the rows the data
 // layer read (see LoadedBlockTransactions): every object carries its tonlib "@type" first; 64-bit integers are
@@ -25,52 +25,99 @@ class PageWriter {
     this.#loaded = loaded;
   }
 
-  address(raw: string | null): string {
+  address(out: JsonPieces, raw: string | null): void {
     let printed = this.#addresses.get(raw);
     if (printed === undefined) {
       printed = `{"@type":"accountAddress","account_address":${quote(tonlibAddress(raw))}}`;
       this.#addresses.set(raw, printed);
     }
-    return printed;
+    out.text(printed);
   }
 
-  message(row: MessageRow): string {
+  message(out: JsonPieces, row: MessageRow): void {
     const { value, fwdFee, createdLt } = rawMessageAmounts(row);
-    const extra = rawExtraCurrencies(row);
-    return (
-      `{"@type":"raw.message","hash":${quote(row.msg_hash)},"source":${this.address(row.source)},"destination":${this.address(row.destination)},` +
-      `"value":${quote(value)},"extra_currencies":[${extra.map(({ id, amount }) => `{"@type":"extraCurrency","id":${JSON.stringify(id)},"amount":${quote(amount)}}`).join(",")}],` +
-      `"fwd_fee":${quote(fwdFee)},"ihr_fee":"0","created_lt":${quote(createdLt)},"body_hash":${quote(row.body_hash ?? "")},"msg_data":${messageData(row)}}`
-    );
+    out.text('{"@type":"raw.message","hash":');
+    out.string(row.msg_hash);
+    out.text(',"source":');
+    this.address(out, row.source);
+    out.text(',"destination":');
+    this.address(out, row.destination);
+    out.text(',"value":');
+    out.string(value);
+    out.text(',"extra_currencies":[');
+    rawExtraCurrencies(row).forEach(({ id, amount }, index) => {
+      out.text(index === 0 ? '{"@type":"extraCurrency","id":' : ',{"@type":"extraCurrency","id":');
+      out.text(JSON.stringify(id));
+      out.text(',"amount":');
+      out.string(amount);
+      out.text("}");
+    });
+    out.text('],"fwd_fee":');
+    out.string(fwdFee);
+    out.text(',"ihr_fee":"0","created_lt":');
+    out.string(createdLt);
+    out.text(',"body_hash":');
+    out.string(row.body_hash ?? "");
+    out.text(',"msg_data":');
+    messageData(out, row);
+    out.text("}");
   }
 
-  transaction(row: TransactionRow): string {
+  transaction(out: JsonPieces, row: TransactionRow): void {
     const page = this.#loaded.page;
     const own = blockTransactionMessages(page, row);
     const { fee, storageFee, otherFee } = rawTransactionFees(row, own.outMsgs);
-    let outMsgs = "";
-    for (const out of own.outMsgs) outMsgs += `${outMsgs === "" ? "" : ","}${this.message(out)}`;
+    out.text('{"@type":"raw.transaction","address":');
+    this.address(out, row.account);
+    out.text(',"utime":');
+    out.text(JSON.stringify(Number(String(row.now ?? 0))));
+    out.text(',"data":');
+    out.string(blockTransactionBoc(page, row, own));
+    out.text(',"transaction_id":{"@type":"internal.transactionId","lt":');
+    out.string(row.lt);
+    out.text(',"hash":');
+    out.string(row.hash);
+    out.text('},"fee":');
+    out.string(fee);
+    out.text(',"storage_fee":');
+    out.string(storageFee);
+    out.text(',"other_fee":');
+    out.string(otherFee);
     // in_msg is left out, not null, for a transaction without an inbound message (as recorded for tick-tock).
-    return (
-      `{"@type":"raw.transaction","address":${this.address(row.account)},"utime":${JSON.stringify(Number(String(row.now ?? 0)))},` +
-      `"data":${quote(blockTransactionBoc(page, row, own))},` +
-      `"transaction_id":{"@type":"internal.transactionId","lt":${quote(row.lt)},"hash":${quote(row.hash)}},` +
-      `"fee":${quote(fee)},"storage_fee":${quote(storageFee)},"other_fee":${quote(otherFee)},` +
-      `${own.inMsg === undefined ? "" : `"in_msg":${this.message(own.inMsg)},`}"out_msgs":[${outMsgs}],"account":${quote(row.account)}}`
-    );
+    if (own.inMsg !== undefined) {
+      out.text(',"in_msg":');
+      this.message(out, own.inMsg);
+    }
+    out.text(',"out_msgs":[');
+    own.outMsgs.forEach((outMsg, index) => {
+      if (index > 0) out.text(",");
+      this.message(out, outMsg);
+    });
+    out.text('],"account":');
+    out.string(row.account);
+    out.text("}");
   }
 }
 
-function messageData(row: MessageRow): string {
+function messageData(out: JsonPieces, row: MessageRow): void {
   const data = readMessageData(row.body, row.init_state_body, row.opcode);
   switch (data.kind) {
     case "text":
-      return `{"@type":"msg.dataText","text":${quote(data.text)}}`;
+      out.text('{"@type":"msg.dataText","text":');
+      out.string(data.text);
+      break;
     case "encrypted_text":
-      return `{"@type":"msg.dataEncryptedText","text":${quote(data.text)}}`;
+      out.text('{"@type":"msg.dataEncryptedText","text":');
+      out.string(data.text);
+      break;
     case "raw":
-      return `{"@type":"msg.dataRaw","body":${quote(data.body)},"init_state":${quote(data.initState)}}`;
+      out.text('{"@type":"msg.dataRaw","body":');
+      out.string(data.body);
+      out.text(',"init_state":');
+      out.string(data.initState);
+      break;
   }
+  out.text("}");
 }
 
 /** Transactions put into one piece of the body: a page of 1000 is a few megabytes, written in a few pieces. */
@@ -82,19 +129,33 @@ const transactionsPerPiece = 100;
  */
 export function writeBlockTransactionsExt(loaded: LoadedBlockTransactions, now = Date.now()): { content: Buffer[]; stamp: Buffer } {
   const { block } = loaded;
-  let text =
-    `{"ok":true,"result":{"@type":"blocks.transactionsExt","id":{"@type":"ton.blockIdExt","workchain":${block.workchain},` +
-    `"shard":${quote(block.shard)},"seqno":${block.seqno},"root_hash":${quote(block.rootHash)},"file_hash":${quote(block.fileHash)}},` +
-    `"req_count":${loaded.reqCount},"incomplete":${loaded.incomplete},"transactions":[`;
-  const content: Buffer[] = [];
+  const { rows } = loaded.page;
   const writer = new PageWriter(loaded);
-  loaded.page.rows.forEach((row, index) => {
-    if (index > 0 && index % transactionsPerPiece === 0) {
-      content.push(Buffer.from(text));
-      text = "";
-    }
-    text += `${index > 0 ? "," : ""}${writer.transaction(row)}`;
-  });
-  content.push(Buffer.from(`${text}]`));
+  const content: Buffer[] = [];
+  for (let from = 0; from === 0 || from < rows.length; from += transactionsPerPiece) {
+    content.push(
+      printJson((out) => {
+        if (from === 0) {
+          out.text('{"ok":true,"result":{"@type":"blocks.transactionsExt","id":{"@type":"ton.blockIdExt","workchain":');
+          out.text(String(block.workchain));
+          out.text(',"shard":');
+          out.string(block.shard);
+          out.text(',"seqno":');
+          out.text(String(block.seqno));
+          out.text(',"root_hash":');
+          out.string(block.rootHash);
+          out.text(',"file_hash":');
+          out.string(block.fileHash);
+          out.text(`},"req_count":${loaded.reqCount},"incomplete":${loaded.incomplete},"transactions":[`);
+        }
+        const to = Math.min(rows.length, from + transactionsPerPiece);
+        for (let index = from; index < to; index++) {
+          if (index > 0) out.text(",");
+          writer.transaction(out, rows[index] as TransactionRow);
+        }
+        if (to === rows.length) out.text("]");
+      }),
+    );
+  }
   return { content, stamp: Buffer.from(`,"@extra":"${(now / 1000).toFixed(3)}:tonquery"}}`) };
 }

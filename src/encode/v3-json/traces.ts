@@ -6,7 +6,7 @@ import { assembleTraceTree, transactionRowTreeView } from "../../handlers/trace-
 import { type LoadedTrace, type TracePageEnd, type TraceSink, traceTooLargeWarning } from "../../handlers/traces.ts";
 import { jsonBytes } from "../../present/json-text.ts";
 import { tracesPageTail } from "../../present/v3/trace.ts";
-import { type JsonPieces, printJson } from "./pieces.ts";
+import { type JsonPieces, printJson } from "../json-pieces.ts";
 import { writeTransaction } from "./transaction.ts";
 
 // toncenter's v3 JSON of /api/v3/traces, written from the rows the data layer read (see LoadedTrace): the one place

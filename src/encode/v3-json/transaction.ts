@@ -18,28 +18,13 @@ import type { ExtraCurrenciesJson } from "../../db/tables.ts";
 import { type BodyDecoding, DecodedBody } from "../../decoding/page-bodies.ts";
 import { presentExtraCurrencies, presentOpcode } from "../../present/v3/transaction.ts";
 import { shardToUnsignedHex } from "../../ton/shard.ts";
-import type { JsonPieces } from "./pieces.ts";
+import type { JsonPieces } from "../json-pieces.ts";
 
 // toncenter's v3 JSON of a transaction, written straight from the rows the data layer read: the one place where
 // REST v3 prints a transaction's fields. Byte for byte what src/present/v3/transaction.ts prints for the
 // Transaction the typed API scans from the same rows (test/v3-json-encoder.test.ts holds them equal): keys in
 // toncenter's order, an absent value null, except inside the description, where toncenter leaves a missing phase
 // or phase field out.
-
-/**
- * A string without a character JSON.stringify escapes (surrogates: the lone ones; any sends the string to it).
- * Anchored and negated, so V8 runs one tight loop over the string: half the time of searching for such a character
- * from every position on the 44-1500-character values here (hashes, addresses, bodies' BOCs), level on short ones.
- */
-const needsNoEscaping = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
-
-/**
- * A string as JSON.stringify prints it. Nearly every string here (hashes, addresses, amounts, statuses) needs no
- * escaping, and quoting it directly was the encoder's largest cost when every value went through JSON.stringify.
- */
-export function quote(text: string): string {
-  return needsNoEscaping.test(text) ? `"${text}"` : JSON.stringify(text);
-}
 
 function extraCurrenciesValue(json: ExtraCurrenciesJson): string {
   if (json === null) return "null";

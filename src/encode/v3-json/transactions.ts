@@ -1,7 +1,7 @@
 import type { LoadedTransactions } from "../../handlers/adjacent-transactions.ts";
 import { jsonBytes } from "../../present/json-text.ts";
 import { presentAddressBook } from "../../present/v3/transaction.ts";
-import { printJson } from "./pieces.ts";
+import { printJson } from "../json-pieces.ts";
 import { writeTransaction } from "./transaction.ts";
 
 // toncenter's v3 JSON of a list of transactions with their address book ({"transactions":[...],"address_book":{...}},
