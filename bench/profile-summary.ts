@@ -54,7 +54,9 @@ function kindOf(functionName: string, where: string): string | undefined {
   if (functionName === "(idle)") return "idle";
   if (place === "postgres") return "driver (reading rows)";
   if (place === "@bufbuild/protobuf" || place.startsWith("src/present/proto/") || place.startsWith("src/encode/proto")) return "protobuf";
-  if (place.startsWith("src/present/json-text.") || place.startsWith("src/present/v") || place.startsWith("src/encode/v")) return "JSON (presenting, stringifying)";
+  if (place.startsWith("src/present/json-text.") || place.startsWith("src/present/v") || place.startsWith("src/encode/v") || place.startsWith("src/encode/json-")) {
+    return "JSON (presenting, stringifying)";
+  }
   if (place.startsWith("src/db/") || place.startsWith("src/handlers/")) return "objects from rows (scan, assemble)";
   if (place.startsWith("src/decoding/") || place === "ohm-js" || place === "@ton-community/tlb-parser") return "body decoding";
   return undefined;

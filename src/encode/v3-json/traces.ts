@@ -60,13 +60,13 @@ export function transactionsByHash(rows: readonly TransactionRow[]): Map<string,
 export function writeTransactionsObject(out: JsonPieces, byHash: ReadonlyMap<string, TransactionRow>, writeRow: (row: TransactionRow) => void): void {
   out.text("{");
   let first = true;
-  for (const [hash, tx] of byHash) {
+  byHash.forEach((tx, hash) => {
     if (!first) out.text(",");
     out.string(hash);
     out.text(":");
     writeRow(tx);
     first = false;
-  }
+  });
   out.text("}");
 }
 
