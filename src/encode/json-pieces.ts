@@ -130,6 +130,12 @@ export class JsonPieces {
     else this.text(v ? "true" : "false");
   }
 
+  /** `text` (a key, with what comes before it: `,"name":`) and the value, null for an absent one. */
+  field(text: string, v: string | number | boolean | null | undefined): void {
+    this.text(text);
+    this.value(v);
+  }
+
   /** `key` (`,"name":`, written as given) and the value, or nothing for an absent value (a member toncenter leaves out). */
   member(key: string, v: string | number | boolean | null | undefined): void {
     if (v === null || v === undefined) return;

@@ -36,28 +36,22 @@ class PageWriter {
 
   message(out: JsonPieces, row: MessageRow): void {
     const { value, fwdFee, createdLt } = rawMessageAmounts(row);
-    out.text('{"@type":"raw.message","hash":');
-    out.string(row.msg_hash);
+    out.field('{"@type":"raw.message","hash":', row.msg_hash);
     out.text(',"source":');
     this.address(out, row.source);
     out.text(',"destination":');
     this.address(out, row.destination);
-    out.text(',"value":');
-    out.string(value);
+    out.field(',"value":', value);
     out.text(',"extra_currencies":[');
     rawExtraCurrencies(row).forEach(({ id, amount }, index) => {
       out.text(index === 0 ? '{"@type":"extraCurrency","id":' : ',{"@type":"extraCurrency","id":');
       out.text(JSON.stringify(id));
-      out.text(',"amount":');
-      out.string(amount);
+      out.field(',"amount":', amount);
       out.text("}");
     });
-    out.text('],"fwd_fee":');
-    out.string(fwdFee);
-    out.text(',"ihr_fee":"0","created_lt":');
-    out.string(createdLt);
-    out.text(',"body_hash":');
-    out.string(row.body_hash ?? "");
+    out.field('],"fwd_fee":', fwdFee);
+    out.field(',"ihr_fee":"0","created_lt":', createdLt);
+    out.field(',"body_hash":', row.body_hash ?? "");
     out.text(',"msg_data":');
     messageData(out, row);
     out.text("}");
@@ -71,18 +65,12 @@ class PageWriter {
     this.address(out, row.account);
     out.text(',"utime":');
     out.text(JSON.stringify(Number(String(row.now ?? 0))));
-    out.text(',"data":');
-    out.string(blockTransactionBoc(page, row, own));
-    out.text(',"transaction_id":{"@type":"internal.transactionId","lt":');
-    out.string(row.lt);
-    out.text(',"hash":');
-    out.string(row.hash);
-    out.text('},"fee":');
-    out.string(fee);
-    out.text(',"storage_fee":');
-    out.string(storageFee);
-    out.text(',"other_fee":');
-    out.string(otherFee);
+    out.field(',"data":', blockTransactionBoc(page, row, own));
+    out.field(',"transaction_id":{"@type":"internal.transactionId","lt":', row.lt);
+    out.field(',"hash":', row.hash);
+    out.field('},"fee":', fee);
+    out.field(',"storage_fee":', storageFee);
+    out.field(',"other_fee":', otherFee);
     // in_msg is left out, not null, for a transaction without an inbound message (as recorded for tick-tock).
     if (own.inMsg !== undefined) {
       out.text(',"in_msg":');
@@ -93,8 +81,7 @@ class PageWriter {
       if (index > 0) out.text(",");
       this.message(out, outMsg);
     });
-    out.text('],"account":');
-    out.string(row.account);
+    out.field('],"account":', row.account);
     out.text("}");
   }
 }
@@ -103,18 +90,14 @@ function messageData(out: JsonPieces, row: MessageRow): void {
   const data = readMessageData(row.body, row.init_state_body, row.opcode);
   switch (data.kind) {
     case "text":
-      out.text('{"@type":"msg.dataText","text":');
-      out.string(data.text);
+      out.field('{"@type":"msg.dataText","text":', data.text);
       break;
     case "encrypted_text":
-      out.text('{"@type":"msg.dataEncryptedText","text":');
-      out.string(data.text);
+      out.field('{"@type":"msg.dataEncryptedText","text":', data.text);
       break;
     case "raw":
-      out.text('{"@type":"msg.dataRaw","body":');
-      out.string(data.body);
-      out.text(',"init_state":');
-      out.string(data.initState);
+      out.field('{"@type":"msg.dataRaw","body":', data.body);
+      out.field(',"init_state":', data.initState);
       break;
   }
   out.text("}");
@@ -138,14 +121,11 @@ export function writeBlockTransactionsExt(loaded: LoadedBlockTransactions, now =
         if (from === 0) {
           out.text('{"ok":true,"result":{"@type":"blocks.transactionsExt","id":{"@type":"ton.blockIdExt","workchain":');
           out.text(String(block.workchain));
-          out.text(',"shard":');
-          out.string(block.shard);
+          out.field(',"shard":', block.shard);
           out.text(',"seqno":');
           out.text(String(block.seqno));
-          out.text(',"root_hash":');
-          out.string(block.rootHash);
-          out.text(',"file_hash":');
-          out.string(block.fileHash);
+          out.field(',"root_hash":', block.rootHash);
+          out.field(',"file_hash":', block.fileHash);
           out.text(`},"req_count":${loaded.reqCount},"incomplete":${loaded.incomplete},"transactions":[`);
         }
         const to = Math.min(rows.length, from + transactionsPerPiece);

@@ -25,11 +25,9 @@ export function writeTree(out: JsonPieces, set: TransactionRowSet, nodes: readon
   const hasOutMsgs = (hash: string) => messagesOf(set, byHash.get(hash) as TransactionRow).outMsgs.length > 0;
   const writeNode = (index: number): void => {
     const node = nodes[index] as TraceNode;
-    out.text('{"tx_hash":');
-    out.string(node.transactionHash);
+    out.field('{"tx_hash":', node.transactionHash);
     if (node.inMsgHash !== undefined) {
-      out.text(',"in_msg_hash":');
-      out.string(node.inMsgHash);
+      out.field(',"in_msg_hash":', node.inMsgHash);
     }
     out.text(',"children":');
     const children = childIndexes[index] ?? [];
@@ -73,32 +71,22 @@ export function writeTransactionsObject(out: JsonPieces, byHash: ReadonlyMap<str
 /** One trace as toncenter's v3 JSON object, written into `out`. */
 export function writeTrace(out: JsonPieces, loaded: LoadedTrace, includeActions: boolean): void {
   const { row, transactions } = loaded;
-  out.text('{"trace_id":');
-  out.string(row.trace_id);
-  out.text(',"external_hash":');
-  out.value(row.external_hash);
-  out.text(',"mc_seqno_start":');
-  out.value(row.mc_seqno_start === null ? null : String(row.mc_seqno_start));
-  out.text(',"mc_seqno_end":');
-  out.value(row.mc_seqno_end === null ? null : String(row.mc_seqno_end));
-  out.text(',"start_lt":');
-  out.value(row.start_lt);
-  out.text(',"start_utime":');
-  out.value(row.start_utime);
-  out.text(',"end_lt":');
-  out.value(row.end_lt);
-  out.text(',"end_utime":');
-  out.value(row.end_utime);
-  out.text(',"trace_info":{"trace_state":');
-  out.string(row.state ?? "");
+  out.field('{"trace_id":', row.trace_id);
+  out.field(',"external_hash":', row.external_hash);
+  out.field(',"mc_seqno_start":', row.mc_seqno_start === null ? null : String(row.mc_seqno_start));
+  out.field(',"mc_seqno_end":', row.mc_seqno_end === null ? null : String(row.mc_seqno_end));
+  out.field(',"start_lt":', row.start_lt);
+  out.field(',"start_utime":', row.start_utime);
+  out.field(',"end_lt":', row.end_lt);
+  out.field(',"end_utime":', row.end_utime);
+  out.field(',"trace_info":{"trace_state":', row.state ?? "");
   out.text(',"messages":');
   out.text(JSON.stringify(Number(row.edges_ ?? "0")));
   out.text(',"transactions":');
   out.text(JSON.stringify(Number(row.nodes_ ?? "0")));
   out.text(',"pending_messages":');
   out.text(JSON.stringify(Number(row.pending_edges_ ?? "0")));
-  out.text(',"classification_state":');
-  out.string(row.classification_state ?? "");
+  out.field(',"classification_state":', row.classification_state ?? "");
   out.text(transactions === undefined ? '},"is_incomplete":true' : '},"is_incomplete":false');
   if (transactions === undefined) {
     out.text(`,"warning":${JSON.stringify(traceTooLargeWarning)}${includeActions ? `,"actions":[]` : ""}}`);

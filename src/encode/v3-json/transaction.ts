@@ -34,16 +34,13 @@ function extraCurrenciesValue(json: ExtraCurrenciesJson): string {
 
 /** Cells and bits, both known (see hasMessageSize). */
 function messageSize(out: JsonPieces, cells: string | null, bits: string | null): void {
-  out.text('{"cells":');
-  out.string(cells as string);
-  out.text(',"bits":');
-  out.string(bits as string);
+  out.field('{"cells":', cells as string);
+  out.field(',"bits":', bits as string);
   out.text("}");
 }
 
 function description(out: JsonPieces, row: TransactionRow): void {
-  out.text('{"type":');
-  out.string(row.descr ?? "");
+  out.field('{"type":', row.descr ?? "");
   out.member(',"aborted":', row.aborted);
   out.member(',"destroyed":', row.destroyed);
   out.member(',"credit_first":', row.credit_first);
@@ -144,64 +141,41 @@ export function writeAccountState(out: JsonPieces, hash: string | null, states: 
     return;
   }
   const row = states.get(hash);
-  out.text('{"hash":');
-  out.string(hash);
-  out.text(',"balance":');
-  out.value(row?.balance);
+  out.field('{"hash":', hash);
+  out.field(',"balance":', row?.balance);
   out.text(',"extra_currencies":');
   out.text(row === undefined ? "null" : extraCurrenciesValue(row.balance_extra_currencies));
-  out.text(',"account_status":');
-  out.value(row?.account_status);
-  out.text(',"frozen_hash":');
-  out.value(row?.frozen_hash);
-  out.text(',"data_hash":');
-  out.value(row?.data_hash);
-  out.text(',"code_hash":');
-  out.value(row?.code_hash);
+  out.field(',"account_status":', row?.account_status);
+  out.field(',"frozen_hash":', row?.frozen_hash);
+  out.field(',"data_hash":', row?.data_hash);
+  out.field(',"code_hash":', row?.code_hash);
   out.text(',"code_boc":null,"data_boc":null}');
 }
 
 function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
   const opcode = messageOpcode(row);
-  out.text('{"hash":');
-  out.string(row.msg_hash);
-  out.text(',"source":');
-  out.value(row.source);
-  out.text(',"destination":');
-  out.value(row.destination);
-  out.text(',"value":');
-  out.value(row.value);
+  out.field('{"hash":', row.msg_hash);
+  out.field(',"source":', row.source);
+  out.field(',"destination":', row.destination);
+  out.field(',"value":', row.value);
   out.text(',"value_extra_currencies":');
   out.text(extraCurrenciesValue(row.value_extra_currencies));
-  out.text(',"fwd_fee":');
-  out.value(row.fwd_fee);
-  out.text(',"ihr_fee":');
-  out.value(row.ihr_fee);
-  out.text(',"extra_flags":');
-  out.value(row.extra_flags);
-  out.text(',"created_lt":');
-  out.value(row.created_lt);
-  out.text(',"created_at":');
-  out.value(row.created_at);
-  out.text(',"opcode":');
-  out.value(presentOpcode(opcode));
-  out.text(',"decoded_opcode":');
-  out.value(opcode === undefined ? null : bodies.opcodeName(opcode));
-  out.text(',"ihr_disabled":');
-  out.value(row.ihr_disabled);
-  out.text(',"bounce":');
-  out.value(row.bounce);
-  out.text(',"bounced":');
-  out.value(row.bounced);
-  out.text(',"import_fee":');
-  out.value(row.import_fee);
+  out.field(',"fwd_fee":', row.fwd_fee);
+  out.field(',"ihr_fee":', row.ihr_fee);
+  out.field(',"extra_flags":', row.extra_flags);
+  out.field(',"created_lt":', row.created_lt);
+  out.field(',"created_at":', row.created_at);
+  out.field(',"opcode":', presentOpcode(opcode));
+  out.field(',"decoded_opcode":', opcode === undefined ? null : bodies.opcodeName(opcode));
+  out.field(',"ihr_disabled":', row.ihr_disabled);
+  out.field(',"bounce":', row.bounce);
+  out.field(',"bounced":', row.bounced);
+  out.field(',"import_fee":', row.import_fee);
   out.text(',"message_content":');
   if (row.body_hash === null) out.text("null");
   else {
-    out.text('{"hash":');
-    out.string(row.body_hash);
-    out.text(',"body":');
-    out.value(row.body);
+    out.field('{"hash":', row.body_hash);
+    out.field(',"body":', row.body);
     out.text(',"decoded":');
     // Toncenter decodes message bodies, never state inits. A decoded body is JSON text printed once per body.
     const decoded = bodies.decode(row.body_hash, row.body);
@@ -212,43 +186,29 @@ function message(out: JsonPieces, row: MessageRow, bodies: BodyDecoding): void {
   out.text(',"init_state":');
   if (row.init_state_hash === null) out.text("null");
   else {
-    out.text('{"hash":');
-    out.string(row.init_state_hash);
-    out.text(',"body":');
-    out.value(row.init_state_body);
+    out.field('{"hash":', row.init_state_hash);
+    out.field(',"body":', row.init_state_body);
     out.text(',"decoded":null}');
   }
   out.member(',"hash_norm":', row.msg_hash_norm);
-  out.text(',"in_msg_tx_hash":');
-  out.value(inMsgTxHash(row));
-  out.text(',"out_msg_tx_hash":');
-  out.value(outMsgTxHash(row));
+  out.field(',"in_msg_tx_hash":', inMsgTxHash(row));
+  out.field(',"out_msg_tx_hash":', outMsgTxHash(row));
   out.text("}");
 }
 
 /** One of the set's transactions as toncenter's v3 JSON object. */
 export function writeTransaction(out: JsonPieces, set: TransactionRowSet, row: TransactionRow, bodies: BodyDecoding): void {
-  out.text('{"account":');
-  out.string(row.account);
-  out.text(',"hash":');
-  out.string(row.hash);
-  out.text(',"lt":');
-  out.string(row.lt);
-  out.text(',"now":');
-  out.value(row.now);
-  out.text(',"mc_block_seqno":');
-  out.value(row.mc_block_seqno);
+  out.field('{"account":', row.account);
+  out.field(',"hash":', row.hash);
+  out.field(',"lt":', row.lt);
+  out.field(',"now":', row.now);
+  out.field(',"mc_block_seqno":', row.mc_block_seqno);
   out.member(',"trace_id":', row.trace_id);
-  out.text(',"prev_trans_hash":');
-  out.value(row.prev_trans_hash);
-  out.text(',"prev_trans_lt":');
-  out.value(row.prev_trans_lt);
-  out.text(',"orig_status":');
-  out.value(row.orig_status);
-  out.text(',"end_status":');
-  out.value(row.end_status);
-  out.text(',"total_fees":');
-  out.value(row.total_fees);
+  out.field(',"prev_trans_hash":', row.prev_trans_hash);
+  out.field(',"prev_trans_lt":', row.prev_trans_lt);
+  out.field(',"orig_status":', row.orig_status);
+  out.field(',"end_status":', row.end_status);
+  out.field(',"total_fees":', row.total_fees);
   out.text(',"total_fees_extra_currencies":');
   out.text(extraCurrenciesValue(row.total_fees_extra_currencies));
   out.text(',"description":');
@@ -258,8 +218,7 @@ export function writeTransaction(out: JsonPieces, set: TransactionRowSet, row: T
   else {
     out.text('{"workchain":');
     out.text(String(row.block_workchain));
-    out.text(',"shard":');
-    out.string(shardToUnsignedHex(row.block_shard as string));
+    out.field(',"shard":', shardToUnsignedHex(row.block_shard as string));
     out.text(',"seqno":');
     out.text(String(row.block_seqno));
     out.text("}");
@@ -277,7 +236,6 @@ export function writeTransaction(out: JsonPieces, set: TransactionRowSet, row: T
   writeAccountState(out, row.account_state_hash_before, set.stateByHash);
   out.text(',"account_state_after":');
   writeAccountState(out, row.account_state_hash_after, set.stateByHash);
-  out.text(',"emulated":false,"finality":"finalized","trace_external_hash":');
-  out.value(row.trace_external_hash);
+  out.field(',"emulated":false,"finality":"finalized","trace_external_hash":', row.trace_external_hash);
   out.text("}");
 }
