@@ -8,8 +8,8 @@ import type { JsonText } from "../present/json-text.ts";
 const needsNoEscaping = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
 
 /**
- * A string as JSON.stringify prints it, for JSON built as a string (the live streams' events); JsonPieces.string
- * writes one as bytes.
+ * A string as JSON.stringify prints it, for JSON built as a string (the live streams' events, v2's addresses printed
+ * once per page); JsonPieces.string writes one as bytes.
  */
 export function quote(text: string): string {
   return needsNoEscaping.test(text) ? `"${text}"` : JSON.stringify(text);
