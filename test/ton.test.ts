@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parseAddress, userFriendly } from "../src/ton/address.ts";
 import { decodeTextComment } from "../src/ton/comment.ts";
 import { parseHash } from "../src/ton/hash.ts";
+import { shardToUnsignedHex } from "../src/ton/shard.ts";
 import "../src/ton/native-sha256.ts";
 
 const hashBase64 = "Jv81SPUJbodVgsHB+lo0/jEJDaidYQYivJDg+rz+ITA=";
@@ -85,5 +86,20 @@ describe("native SHA-256 for cells", () => {
     const representation = Buffer.from([0, 8, 0xde, 0xad, 0xbe, 0xef]);
     expect(cell.hash()).toEqual(createHash("sha256").update(representation).digest());
     expect(sha256_sync.toString()).toContain("createHash");
+  });
+});
+
+describe("shardToUnsignedHex", () => {
+  it("prints each shard's 64 bits as unsigned hex, whatever shard was printed before it", () => {
+    const cases: [string, string][] = [
+      ["-9223372036854775808", "8000000000000000"],
+      ["-9223372036854775808", "8000000000000000"],
+      ["6917529027641081856", "6000000000000000"],
+      ["-2305843009213693952", "E000000000000000"],
+      ["6917529027641081856", "6000000000000000"],
+      ["0", "0"],
+      ["-1", "FFFFFFFFFFFFFFFF"],
+    ];
+    for (const [shard, hex] of cases) expect(shardToUnsignedHex(shard)).toBe(hex);
   });
 });

@@ -12,7 +12,7 @@ import {
   TonQueryService,
 } from "../gen/tonquery/v1/service_pb.ts";
 import { rawTransactionFees } from "../src/db/block-transactions.ts";
-import type { MessageRow, TransactionRow } from "../src/db/transactions.ts";
+import { computeGas, type MessageRow, type TransactionRow } from "../src/db/transactions.ts";
 import { blockTransactionsExtBinary } from "../src/encode/proto/block-transactions.ts";
 import { adjacentTransactionsBinary } from "../src/encode/proto/transactions.ts";
 import { writeBlockTransactionsExt } from "../src/encode/v2-json/block-transactions.ts";
@@ -175,6 +175,22 @@ describe("tonlib's fees of a transaction", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("gas fees and gas used", () => {
+  it("are swapped back exactly when BigInt finds fees below used, at any lengths and signs", () => {
+    const amount = fc.oneof(fc.constant(null), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map(String), fc.bigInt({ min: 0n, max: 10n ** 6n }).map(String));
+    fc.assert(
+      fc.property(amount, amount, (fees, used) => {
+        const swapped = fees !== null && used !== null && fees !== "0" && BigInt(fees) < BigInt(used);
+        const row = { compute_gas_fees: fees, compute_gas_used: used } as TransactionRow;
+        expect(computeGas(row)).toEqual(swapped ? { gasFees: used, gasUsed: fees } : { gasFees: fees, gasUsed: used });
+      }),
+      { numRuns: 2000 },
+    );
+    expect(computeGas({ compute_gas_fees: "999", compute_gas_used: "1000" } as TransactionRow)).toEqual({ gasFees: "1000", gasUsed: "999" });
+    expect(computeGas({ compute_gas_fees: "1000", compute_gas_used: "999" } as TransactionRow)).toEqual({ gasFees: "1000", gasUsed: "999" });
   });
 });
 

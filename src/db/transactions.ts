@@ -399,8 +399,17 @@ export function hasBlockRef(row: TransactionRow): boolean {
 export function computeGas(row: TransactionRow): { gasFees: string | null; gasUsed: string | null } {
   const fees = row.compute_gas_fees;
   const used = row.compute_gas_used;
-  if (fees !== null && used !== null && fees !== "0" && BigInt(fees) < BigInt(used)) return { gasFees: used, gasUsed: fees };
+  if (fees !== null && used !== null && fees !== "0" && decimalLess(fees, used)) return { gasFees: used, gasUsed: fees };
   return { gasFees: fees, gasUsed: used };
+}
+
+/**
+ * a < b for PostgreSQL's text of two bigints, without BigInt (two parses per transaction): unsigned numbers without
+ * leading zeros, as PostgreSQL prints them, compare by length and then as text; anything else goes through BigInt.
+ */
+function decimalLess(a: string, b: string): boolean {
+  if (a.charCodeAt(0) === 45 || b.charCodeAt(0) === 45) return BigInt(a) < BigInt(b);
+  return a.length !== b.length ? a.length < b.length : a < b;
 }
 
 /** The index stores the first 32 bits of a body as a signed int; the API shows them unsigned. */

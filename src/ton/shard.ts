@@ -2,8 +2,16 @@
 // same 64 bits as unsigned upper-case hex without padding (Go's %X), e.g. "8000000000000000".
 
 export function shardToUnsignedHex(shard: string): string {
-  return BigInt.asUintN(64, BigInt(shard)).toString(16).toUpperCase();
+  // A page's transactions come from a handful of shards, and the conversion goes through BigInt: the last one is kept.
+  if (shard !== lastShard) {
+    lastHex = BigInt.asUintN(64, BigInt(shard)).toString(16).toUpperCase();
+    lastShard = shard;
+  }
+  return lastHex;
 }
+
+let lastShard = "";
+let lastHex = "";
 
 /** Parses the v3 form (unsigned hex) back into the signed decimal the index stores. */
 export function unsignedHexToShard(hex: string): string {

@@ -27,8 +27,18 @@ export function presentExtraCurrencies(extra: ExtraCurrencies | undefined): Reco
 }
 
 export function presentOpcode(opcode: number | undefined): string | null {
-  return opcode === undefined ? null : `0x${opcode.toString(16).padStart(8, "0")}`;
+  if (opcode === undefined) return null;
+  let printed = printedOpcodes.get(opcode);
+  if (printed === undefined) {
+    printed = `0x${opcode.toString(16).padStart(8, "0")}`;
+    // A page's messages carry a few dozen distinct opcodes; the bound keeps arbitrary bodies from growing the cache.
+    if (printedOpcodes.size >= 4096) printedOpcodes.clear();
+    printedOpcodes.set(opcode, printed);
+  }
+  return printed;
 }
+
+const printedOpcodes = new Map<number, string>();
 
 function presentDecoded(decoded: DecodedContent | undefined): JsonText | JsonObject | null {
   // `data` is the decoded value exactly as toncenter prints it; pages carry it already printed.
