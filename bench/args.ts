@@ -36,6 +36,8 @@ export interface BenchOptions {
   explain: boolean;
   /** Extra flags for the server's node process (for example --cpu-prof). */
   serverNodeArgs: string[];
+  /** Where each run's on-CPU samples of the server go (Linux perf, see perf-record.ts); undefined: none taken. */
+  perfDir: string | undefined;
   /** Environment for the server process on top of DATABASE_URL (DB_POOL_SIZE=…, …). */
   serverEnv: Record<string, string>;
   outDir: string;
@@ -76,6 +78,9 @@ bench/results/<timestamp>.json and bench/results/latest.md.
   --no-floor              skip the SQL floor
   --no-explain            skip EXPLAIN
   --server-node-arg ARG   extra node flag for the server process, repeatable (e.g. --cpu-prof)
+  --perf DIR              record the server's on-CPU samples of each run (all its threads, kernel time included)
+                          with Linux perf into DIR/<case>.<protocol>.c<N>.txt; summarise them with
+                          node bench/profile-summary.ts DIR/*.txt (needs perf, and root or perf_event_paranoid <= 1)
   --server-env K=V        extra environment for the server process, repeatable (e.g. DB_POOL_SIZE=20)
   --out DIR               results directory (default bench/results)
   --list                  print the cases chosen from the data and exit
@@ -121,6 +126,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       "no-floor": { type: "boolean" },
       "no-explain": { type: "boolean" },
       "server-node-arg": { type: "string", multiple: true },
+      perf: { type: "string" },
       "server-env": { type: "string", multiple: true },
       out: { type: "string" },
       list: { type: "boolean" },
@@ -164,6 +170,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     floor: !values["no-floor"],
     explain: !values["no-explain"] && !quick,
     serverNodeArgs: values["server-node-arg"] ?? [],
+    perfDir: values.perf,
     serverEnv,
     outDir: values.out ?? new URL("./results/", import.meta.url).pathname,
     list: values.list ?? false,

@@ -14,6 +14,7 @@ import { Explainer, type StatementPlans } from "./explain.ts";
 import { runLoad } from "./load.ts";
 import { buildMixedScenarios, describeMixedScenario, runMixedScenario } from "./mixed.ts";
 import { cpuMeter, machineCores, startServer, type ServerProcess } from "./monitor.ts";
+import { perfFile, perfNodeFlags, perfRecorder, perfUnavailable } from "./perf-record.ts";
 import type { Send } from "./load.ts";
 import {
   evaluateTargets,
@@ -51,6 +52,8 @@ async function measure(
 ): Promise<RunResult> {
   const { server } = probes;
   const meter = cpuMeter(server);
+  const perf = options.perfDir !== undefined && server !== undefined && label.protocol !== "floor" ? perfRecorder(server.pid, perfFile(options.perfDir, label)) : undefined;
+  let perfSaved: Promise<void> = Promise.resolve();
   const { stats, aborted } = await runLoad(send, {
     concurrency: label.concurrency,
     warmupMs: options.warmupMs,
@@ -61,11 +64,14 @@ async function measure(
       if (phase === "start") {
         server?.takePeakRssMb();
         meter.start();
+        perf?.start();
       } else {
         meter.stop();
+        if (perf !== undefined) perfSaved = perf.stop();
       }
     },
   });
+  await perfSaved;
   const spent = meter.spentMs(new Set(await probes.backends()));
   const per = (ms: number) => (stats.n > 0 ? ms / stats.n : Number.NaN);
   const result: RunResult = {
@@ -164,8 +170,14 @@ async function main(): Promise<number> {
   }
 
   // 3. The server, in its own process.
+  if (options.perfDir !== undefined) {
+    const why = perfUnavailable();
+    if (why !== undefined) throw new Error(`--perf: ${why}`);
+    await mkdir(options.perfDir, { recursive: true });
+  }
+  const serverNodeArgs = options.perfDir === undefined ? options.serverNodeArgs : [...options.serverNodeArgs, ...perfNodeFlags];
   const start = async () => {
-    const s = await startServer(options.databaseUrl, options.serverEnv, options.serverNodeArgs);
+    const s = await startServer(options.databaseUrl, options.serverEnv, serverNodeArgs);
     log(`server pid ${s.pid} on port ${s.port}, pool ${s.poolSize}`);
     return s;
   };

@@ -1,19 +1,15 @@
 // Summarises a V8 .cpuprofile (from `npm run bench -- --server-node-arg=--cpu-prof --server-node-arg=--cpu-prof-dir=DIR`):
 // self time by function and by package or source file, total (inclusive) time of the project's own functions, and
 // the busy time's shares by kind of work (GC, driver parsing, building objects from rows, JSON, protobuf, ...).
+// Or perf's on-CPU samples of a run (`npm run bench -- --perf DIR`, a .txt per run, see perf-record.ts): the same
+// kinds over every thread of the server, the collector's helpers included, and the most sampled functions.
 //
 //   node bench/profile-summary.ts DIR/CPU.*.cpuprofile [--top 25]
+//   node bench/profile-summary.ts DIR/<case>.<protocol>.c<N>.txt [--top 25]
 
 import { readFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { projectRootUrl } from "../src/runtime/project-files.ts";
-
-/**
- * The checkout this script belongs to (with its trailing slash), so that its src/ is recognised in whichever worktree
- * profiled it.
- */
-const projectRoot = fileURLToPath(projectRootUrl);
+import { kindOf, otherKind, tallyPerfScript, where } from "./profile-kinds.ts";
 
 interface ProfileNode {
   id: number;
@@ -29,46 +25,29 @@ interface Profile {
   endTime: number;
 }
 
-function where(url: string): string {
-  if (url === "") return "(native)";
-  const nm = url.lastIndexOf("node_modules/");
-  if (nm >= 0) {
-    const rest = url.slice(nm + "node_modules/".length).split("/");
-    return rest[0]?.startsWith("@") ? `${rest[0]}/${rest[1]}` : (rest[0] ?? url);
-  }
-  const path = url.replace(/^file:\/\//, "");
-  // The service runs from its build (dist/, see npm start): its files are named as their sources are.
-  if (path.startsWith(projectRoot)) return path.slice(projectRoot.length).replace(/^dist\//, "");
-  if (url.startsWith("node:")) return url;
-  return url.replace(/^file:\/\//, "");
-}
-
-/**
- * The kind of work a frame does, by where its code lives; undefined for frames that only pass work on (natives,
- * Node's internals, the event loop), which take the kind of the nearest caller that has one.
- */
-function kindOf(functionName: string, where: string): string | undefined {
-  // Another checkout's src/ (a base profiled beside this one) counts as src/ too.
-  const place = where.replace(/^.*?\/(?=src\/)/, "");
-  if (functionName === "(garbage collector)") return "GC";
-  if (functionName === "(idle)") return "idle";
-  if (place === "postgres") return "driver (reading rows)";
-  if (place === "@bufbuild/protobuf" || place.startsWith("src/present/proto/") || place.startsWith("src/encode/proto")) return "protobuf";
-  if (place.startsWith("src/present/json-text.") || place.startsWith("src/present/v") || place.startsWith("src/encode/v") || place.startsWith("src/encode/json-")) {
-    return "JSON (presenting, stringifying)";
-  }
-  if (place.startsWith("src/db/") || place.startsWith("src/handlers/")) return "objects from rows (scan, assemble)";
-  if (place.startsWith("src/decoding/") || place === "ohm-js" || place === "@ton-community/tlb-parser") return "body decoding";
-  return undefined;
-}
-
-const otherKind = "other (HTTP, event loop, ...)";
 /** Kinds only a request's work has: the first sample of one ends the start-up. */
 const requestKinds = new Set(["driver (reading rows)", "protobuf", "JSON (presenting, stringifying)", "objects from rows (scan, assemble)"]);
+
+async function summarisePerf(file: string, top: number): Promise<void> {
+  const { samples, byKind, byThread, byLeaf } = tallyPerfScript(await readFile(file, "utf8"));
+  const share = (n: number) => `${((100 * n) / samples).toFixed(1).padStart(5)}%`;
+  const print = (title: string, map: Map<string, number>, count: number) => {
+    process.stdout.write(`\n${title}\n`);
+    for (const [k, n] of [...map].sort((a, b) => b[1] - a[1]).slice(0, count)) process.stdout.write(`  ${share(n)} ${String(n).padStart(7)}  ${k.slice(0, 150)}\n`);
+  };
+  process.stdout.write(`${file}: ${samples} on-CPU samples of the server (every thread, kernel time included)\n`);
+  print("samples by thread", byThread, top);
+  print("self samples by function (leaf frame)", byLeaf, top);
+  print("shares of the server's CPU by kind of work (the collector's on any thread; natives and the kernel count as their caller's kind)", byKind, byKind.size);
+}
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: "string" } } });
 const top = Number(values.top ?? 25);
 for (const file of positionals) {
+  if (file.endsWith(".txt")) {
+    await summarisePerf(file, top);
+    continue;
+  }
   const profile = JSON.parse(await readFile(file, "utf8")) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
