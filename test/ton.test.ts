@@ -92,6 +92,8 @@ describe("native SHA-256 for cells", () => {
 describe("shardToUnsignedHex", () => {
   it("prints each shard's 64 bits as unsigned hex, whatever shard was printed before it", () => {
     const cases: [string, string][] = [
+      // First, while nothing is kept: a typed BlockRef's unset shard is "", which BigInt reads as 0.
+      ["", "0"],
       ["-9223372036854775808", "8000000000000000"],
       ["-9223372036854775808", "8000000000000000"],
       ["6917529027641081856", "6000000000000000"],

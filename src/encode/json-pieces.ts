@@ -24,6 +24,7 @@ const longText = 64;
  * encoder spent on a page of traces.
  */
 const keyBytes = new Map<string, Uint8Array>();
+const maxKeys = 1024;
 
 /**
  * JSON written as UTF-8 bytes straight into buffers of `chunkSize`, piece by piece: what `take` returns is a view of
@@ -162,7 +163,8 @@ export class JsonPieces {
     let bytes = keyBytes.get(key);
     if (bytes === undefined) {
       bytes = Buffer.from(key);
-      keyBytes.set(key, bytes);
+      // Keys are literals; should a caller ever pass made-up ones, they are written without being kept.
+      if (keyBytes.size < maxKeys) keyBytes.set(key, bytes);
     }
     const length = bytes.length;
     if (this.#chunk.length - this.#pos < length) this.#room(length);

@@ -10,7 +10,7 @@ export function shardToUnsignedHex(shard: string): string {
   return lastHex;
 }
 
-let lastShard = "";
+let lastShard: string | undefined;
 let lastHex = "";
 
 /** Parses the v3 form (unsigned hex) back into the signed decimal the index stores. */
