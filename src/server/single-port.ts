@@ -372,7 +372,9 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
     return true;
   };
 
-  const tcp = net.createServer((socket) => {
+  // Nagle's algorithm off, as Node's HTTP servers have it on the sockets they accept themselves: the answers' last
+  // small writes (a chunked body's end, a compressor's tail, HTTP/2 frames) must not wait for the client's delayed ACK.
+  const tcp = net.createServer({ noDelay: true }, (socket) => {
     if (!makeRoom()) {
       socket.destroy();
       return;
