@@ -2,6 +2,7 @@ import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { userFriendly } from "../ton/address.ts";
 import { detectInterfaces, walletCodeHashes } from "../ton/interfaces.ts";
 import { runQuery, type Sql } from "./client.ts";
+import { rowsBy } from "./rows.ts";
 
 type LatestStateRow = { account: string; code_hash: string | null; has_methods: boolean };
 type MethodsRow = { code_hash: string; methods: string[] | null };
@@ -87,7 +88,7 @@ export async function selectAddressBook(
     if (!hasMethods || codeHash === null || !interfacesOfCode.has(codeHash)) return detectInterfaces(codeHash, null);
     return interfacesOfCode.get(codeHash) ?? null;
   };
-  const stateByAccount = new Map(states.map((s) => [s.account, s]));
+  const stateByAccount = rowsBy(states, "account");
   const domainByAccount = new Map(domains.map((d) => [d.nft_item_owner, d.domain]));
   const book: Record<string, AddressBookRow> = {};
   for (const account of accounts) {

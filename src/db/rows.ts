@@ -3,3 +3,14 @@
 export function optional<T>(value: T | null | undefined): T | undefined {
   return value ?? undefined;
 }
+
+/**
+ * Rows by the value of one of their columns (the last row wins a repeated value). A loop rather than
+ * `new Map(rows.map((row) => [row.key, row]))`, whose closure, made per call, V8 optimised again for each new one under
+ * load (54 compilations in 20 s for the transactions' states).
+ */
+export function rowsBy<R, K extends keyof R>(rows: readonly R[], key: K): Map<R[K], R> {
+  const byKey = new Map<R[K], R>();
+  for (const row of rows) byKey.set(row[key], row);
+  return byKey;
+}

@@ -5,7 +5,7 @@ import type { BodyDecoding } from "../decoding/page-bodies.ts";
 import { mapInTurns } from "../runtime/event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
-import { optional } from "./rows.ts";
+import { optional, rowsBy } from "./rows.ts";
 
 // Transactions with everything toncenter nests in them (states, messages, bodies), loaded for a whole page
 // in a fixed number of statements: the transaction rows, then their states and their messages in parallel.
@@ -150,7 +150,7 @@ export function transactionRowSet(
   states: readonly AccountStateRow[],
   messages: readonly MessageRow[],
 ): TransactionRowSet {
-  return { rows, stateByHash: new Map(states.map((s) => [s.hash, s])), messagesByTx: groupMessages(messages) };
+  return { rows, stateByHash: rowsBy(states, "hash"), messagesByTx: groupMessages(messages) };
 }
 
 const noMessages: TransactionMessages = { inMsg: undefined, outMsgs: [] };

@@ -32,18 +32,44 @@ export const transactionTreeView: TraceTreeView<Transaction> = {
   },
 };
 
-/** The tree's view of transactions still in the rows they were read as. */
+/**
+ * The tree's view of transactions still in the rows they were read as. A class rather than an object of closures
+ * made per trace, which V8 optimises again for new closures (see writeTreeNode in src/encode/v3-json/traces.ts).
+ */
+class TransactionRowTreeView implements TraceTreeView<TransactionRow> {
+  readonly #set: TransactionRowSet;
+
+  constructor(set: TransactionRowSet) {
+    this.#set = set;
+  }
+
+  hash(row: TransactionRow): string {
+    return row.hash;
+  }
+
+  lt(row: TransactionRow): string {
+    return row.lt;
+  }
+
+  now(row: TransactionRow): number | undefined {
+    return row.now ?? undefined;
+  }
+
+  aborted(row: TransactionRow): boolean | undefined {
+    return row.aborted ?? undefined;
+  }
+
+  inMsgHash(row: TransactionRow): string | undefined {
+    return messagesOf(this.#set, row).inMsg?.msg_hash;
+  }
+
+  addOutMsgHashes(row: TransactionRow, into: Map<string, number>, index: number): void {
+    for (const out of messagesOf(this.#set, row).outMsgs) into.set(out.msg_hash, index);
+  }
+}
+
 export function transactionRowTreeView(set: TransactionRowSet): TraceTreeView<TransactionRow> {
-  return {
-    hash: (row) => row.hash,
-    lt: (row) => row.lt,
-    now: (row) => row.now ?? undefined,
-    aborted: (row) => row.aborted ?? undefined,
-    inMsgHash: (row) => messagesOf(set, row).inMsg?.msg_hash,
-    addOutMsgHashes(row, into, index) {
-      for (const out of messagesOf(set, row).outMsgs) into.set(out.msg_hash, index);
-    },
-  };
+  return new TransactionRowTreeView(set);
 }
 
 /**
@@ -58,7 +84,8 @@ export function assembleTraceTree<T>(transactions: readonly T[], view: TraceTree
   let root: number | undefined;
   let warning: string | undefined;
 
-  transactions.forEach((tx, index) => {
+  for (let index = 0; index < transactions.length; index++) {
+    const tx = transactions[index] as T;
     const inHash = view.inMsgHash(tx);
     const parent = inHash === undefined ? undefined : senderOf.get(inHash);
     if (parent !== undefined && inHash !== undefined) {
@@ -73,12 +100,13 @@ export function assembleTraceTree<T>(transactions: readonly T[], view: TraceTree
     }
     parents.push(parent);
     view.addOutMsgHashes(tx, senderOf, index);
-  });
+  }
 
   const position = new Map<number, number>();
   const nodes: TraceNode[] = [];
-  transactions.forEach((tx, index) => {
-    if (!inTree[index]) return;
+  for (let index = 0; index < transactions.length; index++) {
+    if (!inTree[index]) continue;
+    const tx = transactions[index] as T;
     position.set(index, nodes.length);
     const parent = parents[index];
     nodes.push({
@@ -90,6 +118,6 @@ export function assembleTraceTree<T>(transactions: readonly T[], view: TraceTree
       transactionNow: view.now(tx),
       transactionAborted: view.aborted(tx),
     });
-  });
+  }
   return { nodes, warning };
 }

@@ -3,7 +3,7 @@ import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_p
 import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses, presentAction } from "../actions/present.ts";
 import { type TransactionRow, transactionRowAddresses } from "../db/transactions.ts";
-import { printJson, quote } from "../encode/json-pieces.ts";
+import { type JsonPieces, printJson, quote } from "../encode/json-pieces.ts";
 import { transactionsByHash, writeTransactionsObject, writeTree } from "../encode/v3-json/traces.ts";
 import { writeAccountState, writeTransaction } from "../encode/v3-json/transaction.ts";
 import type { Config } from "../runtime/config.ts";
@@ -177,6 +177,10 @@ function transactionJson(trace: LoadedTrace, row: TransactionRow): string {
   });
 }
 
+function writePrintedTransaction(out: JsonPieces, row: TransactionRow, trace: LoadedTrace): void {
+  out.text(transactionJson(trace, row));
+}
+
 function actionsJson(actions: readonly TraceAction[]): string {
   return `[${actions.map((action) => printedOnce(printedActions, action, () => JSON.stringify(presentAction(action)))).join(",")}]`;
 }
@@ -193,7 +197,7 @@ function treeAndTransactionsJson(trace: StreamTrace): string {
       if (tree.nodes.length > 0) writeTree(out, rowSet, tree.nodes, byHash);
       else out.text("null");
       out.text(`,"transactions":`);
-      writeTransactionsObject(out, byHash, (row) => out.text(transactionJson(trace.loaded, row)));
+      writeTransactionsObject(out, byHash, writePrintedTransaction, trace.loaded);
     }).toString();
   });
 }
