@@ -42,6 +42,21 @@ describe("postgres driver", () => {
     expect(other).toEqual({ small: 1 });
   });
 
+  // The patch writes an array parameter's literal in a loop (src/types.js, arraySerializer): every element must reach
+  // PostgreSQL as it was, quotes, backslashes, commas, braces, NULLs and non-ASCII text included, and nested arrays too.
+  // Checked on PostgreSQL's side: the driver's array parser reads a NULL element back as the text "NULL".
+  it("sends array parameters element for element", async () => {
+    const texts = ["plain", 'a "quoted" one', "back\\slash", "a,b", "{braces}", "", "NULL", null, "déjà vu", "x".repeat(500)];
+    const elements = await database.admin<{ v: string | null; missing: boolean }[]>`
+      select u.v, u.v is null as missing from unnest(${texts}::text[]) with ordinality as u(v, n) order by u.n`;
+    expect(elements.map((e) => e.v)).toEqual(texts);
+    expect(elements.map((e) => e.missing)).toEqual(texts.map((t) => t === null));
+    const [row] = await database.admin<{ numbers: boolean; nested: boolean; empty: boolean }[]>`
+      select ${[3, -1, 0]}::int4[] = array[3, -1, 0] as numbers, ${[[1, 2], [3, 4]]}::int4[] = array[[1, 2], [3, 4]] as nested,
+        cardinality(${[] as string[]}::text[]) = 0 as empty`;
+    expect(row).toEqual({ numbers: true, nested: true, empty: true });
+  });
+
   // The patch cuts a row's short ASCII values out of one latin1 string of the row (src/connection.js, DataRow): any
   // other value, wherever it sits in the row, must still read as the UTF-8 text PostgreSQL sent; so must long values,
   // short non-ASCII ones, the values of rows too long to be copied whole, and arrays (whose parser gets the text

@@ -9,7 +9,13 @@ import type { StoredActionRow } from "./raw.ts";
 
 /** Each trace's action rows as TraceActions, in the same order. */
 export function traceActions(rowsByTrace: ReadonlyMap<string, readonly StoredActionRow[]>, options: RenderOptions = {}): Map<string, TraceAction[]> {
-  return new Map([...rowsByTrace].map(([traceId, rows]) => [traceId, rows.map((row) => traceAction(row, options))]));
+  const byTrace = new Map<string, TraceAction[]>();
+  for (const [traceId, rows] of rowsByTrace) {
+    const actions: TraceAction[] = [];
+    for (const row of rows) actions.push(traceAction(row, options));
+    byTrace.set(traceId, actions);
+  }
+  return byTrace;
 }
 
 /** One row as the typed API's TraceAction. */

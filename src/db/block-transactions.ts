@@ -4,6 +4,7 @@ import { readMessageData } from "../ton/message-data.ts";
 import { LRUCache } from "lru-cache";
 import { rebuildTransactionBoc } from "../ton/transaction-boc.ts";
 import { runQuery, type Sql } from "./client.ts";
+import { columnValues } from "./rows.ts";
 import {
   groupMessages,
   hasExtraCurrencies,
@@ -120,7 +121,7 @@ export async function selectBlockTransactionRows(
   );
   const bocs = transactionBocs(bocCacheBytes);
   if (rows.length === 0) return { rows, messagesByTx: new Map(), bocs };
-  const messages = await selectMessageRows(sql, signal, { txHashes: rows.map((r) => r.hash) }, { counterparts: false });
+  const messages = await selectMessageRows(sql, signal, { txHashes: columnValues(rows, "hash") }, { counterparts: false });
   return { rows, messagesByTx: groupMessages(messages), bocs };
 }
 

@@ -14,3 +14,10 @@ export function rowsBy<R, K extends keyof R>(rows: readonly R[], key: K): Map<R[
   for (const row of rows) byKey.set(row[key], row);
   return byKey;
 }
+
+/** One column's values, row by row (a loop, for the same reason as rowsBy). */
+export function columnValues<R, K extends keyof R>(rows: readonly R[], key: K): R[K][] {
+  const values: R[K][] = [];
+  for (const row of rows) values.push(row[key]);
+  return values;
+}

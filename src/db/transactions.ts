@@ -5,7 +5,7 @@ import type { BodyDecoding } from "../decoding/page-bodies.ts";
 import { mapInTurns } from "../runtime/event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
-import { optional, rowsBy } from "./rows.ts";
+import { columnValues, optional, rowsBy } from "./rows.ts";
 
 // Transactions with everything toncenter nests in them (states, messages, bodies), loaded for a whole page
 // in a fixed number of statements: the transaction rows, then their states and their messages in parallel.
@@ -130,7 +130,7 @@ async function completeTransactions(
 /** Transaction rows with their states and messages: two more statements, whatever the number of rows. */
 async function completeTransactionRows(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<TransactionRowSet> {
   if (rows.length === 0) return transactionRowSet(rows, [], []);
-  const owners = { txHashes: [...new Set(rows.map((r) => r.hash))] };
+  const owners = { txHashes: [...new Set(columnValues(rows, "hash"))] };
   const [states, messages] = await Promise.all([selectStateRows(sql, signal, owners), selectMessageRows(sql, signal, owners)]);
   return transactionRowSet(rows, states, messages);
 }

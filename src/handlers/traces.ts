@@ -125,13 +125,17 @@ export async function streamTraces<T>(
   if (!blockKnown) throw new ConnectError(`masterchain block ${filter.mcSeqno} not found`, Code.NotFound);
 
   // Traces over the bound come back as a header only: loading them would cost without bound.
-  const isLoadable = (row: TraceRow) => BigInt(row.nodes_ ?? "0") <= BigInt(config.maxTraceTransactions);
-  await slots?.resize(transactionsWeight(rows.reduce((sum, row) => sum + (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0), 0)));
+  const maxTransactions = BigInt(config.maxTraceTransactions);
+  const isLoadable = (row: TraceRow) => BigInt(row.nodes_ ?? "0") <= maxTransactions;
+  let pageTransactions = 0;
+  for (const row of rows) if (isLoadable(row)) pageTransactions += Number(row.nodes_ ?? 0);
+  await slots?.resize(transactionsWeight(pageTransactions));
 
   const actionTypes = request.includeActions ? expandActionTypes(supportedActionTypes) : undefined;
   const bodies = pageBodyDecoding(config);
   const loadChunk = async (chunkRows: readonly TraceRow[]) => {
-    const loadable = chunkRows.filter(isLoadable).map((row) => row.trace_id);
+    const loadable: string[] = [];
+    for (const row of chunkRows) if (isLoadable(row)) loadable.push(row.trace_id);
     const [rowSet, actions] = await Promise.all([
       selectTraceTransactionRows(sql, context.signal, loadable),
       actionTypes !== undefined && loadable.length > 0

@@ -20,7 +20,11 @@ function write(level: LogLevel, message: string, fields: Fields): void {
   if (rank[level] < threshold) return;
   const requestId = currentRequest()?.id;
   const line: Fields = requestId === undefined ? { time: new Date().toISOString(), level, message, ...fields } : { time: new Date().toISOString(), level, message, request_id: requestId, ...fields };
-  emit(`${JSON.stringify(line, (_key, value: unknown) => (value instanceof Error ? describeError(value) : value))}\n`);
+  emit(`${JSON.stringify(line, errorsDescribed)}\n`);
+}
+
+function errorsDescribed(_key: string, value: unknown): unknown {
+  return value instanceof Error ? describeError(value) : value;
 }
 
 // Lines are written in batches, once per turn of the event loop: at thousands of requests per second one write per

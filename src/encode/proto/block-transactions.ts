@@ -76,8 +76,14 @@ function message(w: ProtoWriter, no: number, row: MessageRow, addresses: Address
   w.join();
 }
 
+/** A page being written: its rows, and the addresses whose forms are known already. */
+interface PageInWriting {
+  loaded: LoadedBlockTransactions;
+  addresses: Addresses;
+}
+
 /** One RawTransaction's fields (the caller writes its tag and length). */
-function transaction(w: ProtoWriter, loaded: LoadedBlockTransactions, row: TransactionRow, addresses: Addresses): void {
+function transaction(w: ProtoWriter, row: TransactionRow, { loaded, addresses }: PageInWriting): void {
   const own = blockTransactionMessages(loaded.page, row);
   const { inMsg, outMsgs } = own;
   const { fee, storageFee, otherFee } = rawTransactionFees(row, outMsgs);
@@ -104,6 +110,6 @@ export function blockTransactionsExtBinary(loaded: LoadedBlockTransactions): Get
   const addresses: Addresses = new Map();
   const page = new PageBytes();
   page.append(toBinary(GetBlockTransactionsExtResponseSchema, response));
-  page.appendOccurrences(transactionsField, loaded.page.rows, (w, row) => transaction(w, loaded, row, addresses));
+  page.appendOccurrences(transactionsField, loaded.page.rows, transaction, { loaded, addresses });
   return selfEncoded(response, page.finish());
 }

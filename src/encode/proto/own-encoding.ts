@@ -73,13 +73,16 @@ export class PageBytes {
     this.#buffer = grown;
   }
 
-  /** Each item, written by `write`, as an occurrence of the page's message field `field`, through one writer. */
-  appendOccurrences<T>(field: number, items: Iterable<T>, write: (w: ProtoWriter, item: T) => void): void {
+  /**
+   * Each item, written by `write` with `context`, as an occurrence of the page's message field `field`, through one
+   * writer. `write` is best a module function: a closure made per page is optimised again for each page under load.
+   */
+  appendOccurrences<T, C>(field: number, items: Iterable<T>, write: (w: ProtoWriter, item: T, context: C) => void, context: C): void {
     const w = new ProtoWriter();
     for (const item of items) {
       w.reset();
       w.fork(field);
-      write(w, item);
+      write(w, item, context);
       w.join();
       this.append(w.view());
     }
