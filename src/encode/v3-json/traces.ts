@@ -18,7 +18,8 @@ import { writeTransaction } from "./transaction.ts";
  * messages, null for one with.
  */
 export function writeTree(out: JsonPieces, set: TransactionRowSet, nodes: readonly TraceNode[], byHash: ReadonlyMap<string, TransactionRow>): void {
-  const childIndexes = nodes.map((): number[] => []);
+  const childIndexes: number[][] = [];
+  for (let index = 0; index < nodes.length; index++) childIndexes.push([]);
   for (let index = 0; index < nodes.length; index++) {
     const parent = (nodes[index] as TraceNode).parent;
     if (parent !== undefined) childIndexes[parent]?.push(index);
