@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from "vitest";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
-import { setLogLevel } from "../src/runtime/log.ts";
+import { log, setLogLevel } from "../src/runtime/log.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { rpcProtocols, startTestServer, type TestServer } from "./support/server.ts";
 import { openWs } from "./support/stream-clients.ts";
@@ -224,5 +224,19 @@ describe("ACCESS_LOG=false", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("x-request-id")).toBe("not-logged");
     expect(await linesOf("not-logged", false)).toEqual([]);
+  });
+});
+
+describe("a log line", () => {
+  it("describes errors wherever they are among its fields, and writes other values as JSON does", async () => {
+    const failure = new Error("statement failed", { cause: Object.assign(new Error("connection reset"), { code: "ECONNRESET" }) });
+    log.error("top", { error: failure, n: 1 });
+    log.warn("nested", { member: { url: "postgres://db", errors: [failure] } });
+    log.warn("plain", { text: 'quote " and \\ backslash', list: [1, "two", null], nested: { ok: true } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const described = { name: "Error", message: "statement failed", cause: { name: "Error", message: "connection reset", code: "ECONNRESET" } };
+    expect(lines.find((l) => l.message === "top")).toMatchObject({ level: "error", error: described, n: 1 });
+    expect(lines.find((l) => l.message === "nested")).toMatchObject({ member: { url: "postgres://db", errors: [described] } });
+    expect(lines.find((l) => l.message === "plain")).toMatchObject({ text: 'quote " and \\ backslash', list: [1, "two", null], nested: { ok: true } });
   });
 });

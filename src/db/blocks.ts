@@ -20,7 +20,8 @@ export interface MasterchainRange {
 export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Promise<MasterchainRange | undefined> {
   let reads = rangeReads.get(sql);
   if (reads === undefined) {
-    reads = new SharedRead((shared) => readMasterchainRange(sql, shared));
+    let previous: MasterchainRange | undefined;
+    reads = new SharedRead(async (shared) => (previous = await readMasterchainRange(sql, shared, previous)));
     rangeReads.set(sql, reads);
   }
   const range = await reads.read(signal);
@@ -31,8 +32,13 @@ export async function selectMasterchainRange(sql: Sql, signal: AbortSignal): Pro
 
 const rangeReads = new WeakMap<Sql, SharedRead<MasterchainRange | undefined>>();
 
-/** One round trip; each side is a single probe of blocks_index_3 (seqno where workchain = -1). */
-async function readMasterchainRange(sql: Sql, signal: AbortSignal): Promise<MasterchainRange | undefined> {
+/**
+ * One round trip; each side is a single probe of blocks_index_3 (seqno where workchain = -1). When it finds the two
+ * blocks of the `previous` read (a block is known by its root hash), that range is returned again: a new block comes
+ * every few seconds and reads come every millisecond under load, and what the doors make of a range (REST's JSON and
+ * ETag) is made once per range object.
+ */
+async function readMasterchainRange(sql: Sql, signal: AbortSignal, previous: MasterchainRange | undefined): Promise<MasterchainRange | undefined> {
   const rows = await runQuery(
     signal,
     sql,
@@ -48,7 +54,12 @@ async function readMasterchainRange(sql: Sql, signal: AbortSignal): Promise<Mast
   if (first === undefined || last === undefined) return undefined;
   // Also what the member is known to hold, for routing later requests that ask for a minimum seqno.
   noteIndexSeqno(signal, last.seqno);
+  if (previous !== undefined && isBlock(previous.first, first) && isBlock(previous.last, last)) return previous;
   return { first: scanBlock(first), last: scanBlock(last) };
+}
+
+function isBlock(block: Block, row: BlockRow): boolean {
+  return row.root_hash !== null && block.rootHash === row.root_hash && block.seqno === row.seqno && block.workchain === row.workchain;
 }
 
 function blockColumns(sql: Sql) {

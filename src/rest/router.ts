@@ -179,8 +179,6 @@ export function refusedMethod(req: HttpRequest, res: HttpResponse, dialect: Dial
 
 async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse, options: RestOptions) {
   const record = nameRequest("rest", found.method.name);
-  const clientGone = new AbortController();
-  res.once("close", () => clientGone.abort(connectionClosed));
   const context = createHandlerContext({
     service: TonQueryService,
     method: found.method,
@@ -189,8 +187,14 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
     url: url.toString(),
     timeoutMs: options.timeoutMs,
     shutdownSignal: options.shutdownSignal,
-    requestSignal: clientGone.signal,
-    requestHeader: headersOf(req),
+    requestHeader: headerPairs(req),
+  });
+  // The client going away aborts the context itself: a controller of its own, linked into the context's, cost one
+  // more AbortController and two listeners per request.
+  let clientGone = false;
+  res.once("close", () => {
+    clientGone = true;
+    context.abort(connectionClosed);
   });
   const body = new ResponseBody(res, {
     compression: options.compression,
@@ -208,11 +212,13 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
     const answer = await found.handle(url.searchParams, context, body);
     if (await body.finish()) return;
     const headers = { etag: answer.etag ?? (await entityTag(answer.content ?? answer.body)), "cache-control": answer.cacheControl };
+    // Set by the service while it answered (X-Index-Seqno); a streamed answer's head took them already (ResponseBody).
+    context.responseHeader.forEach((value, name) => res.setHeader(name, value));
     if (notModified(req.headers, headers.etag)) sendNotModified(res, headers, options.compression);
     else await sendBody(res, 200, answer.body, req.method === "HEAD", headers, options);
   } catch (err) {
     if (body.sent) {
-      cutShort(err, body, res, record, url.pathname, clientGone.signal.aborted);
+      cutShort(err, body, res, record, url.pathname, clientGone);
       return;
     }
     const error = publicError(err, `REST ${url.pathname}`);
@@ -250,14 +256,23 @@ function errorBody(dialect: Dialect, status: number, message: string) {
   return dialect === "v2" ? { ok: false, error: message, code: status } : { error: message };
 }
 
-function headersOf(req: HttpRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+/**
+ * The request's headers as the context's Headers are made from (HTTP/2's pseudo-headers left out): pairs rather than
+ * a Headers, which createHandlerContext would copy into another.
+ */
+function headerPairs(req: HttpRequest): [string, string][] {
+  const pairs: [string, string][] = [];
+  const headers = req.headers;
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || name.charCodeAt(0) === colon) continue;
+    if (typeof value === "string") pairs.push([name, value]);
+    else for (const v of value) pairs.push([name, v]);
   }
-  return headers;
+  return pairs;
 }
+
+const colon = 0x3a;
 
 /** A JSON answer that is not a REST path's 200 (an error, /healthz, a 404): never cached, unless `extraHeaders` says so. */
 export function sendJson(res: ResponseSink, status: number, body: unknown, extraHeaders: Record<string, string> = {}, headOnly = false): void {

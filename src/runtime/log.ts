@@ -20,7 +20,15 @@ function write(level: LogLevel, message: string, fields: Fields): void {
   if (rank[level] < threshold) return;
   const requestId = currentRequest()?.id;
   const line: Fields = requestId === undefined ? { time: new Date().toISOString(), level, message, ...fields } : { time: new Date().toISOString(), level, message, request_id: requestId, ...fields };
-  emit(`${JSON.stringify(line, errorsDescribed)}\n`);
+  // A replacer takes JSON.stringify off its fast path: only a line that carries an error needs one (an access line never does).
+  emit(`${hasError(fields) ? JSON.stringify(line, errorsDescribed) : JSON.stringify(line)}\n`);
+}
+
+function hasError(value: unknown): boolean {
+  if (value instanceof Error) return true;
+  if (typeof value !== "object" || value === null) return false;
+  for (const key in value) if (hasError((value as Record<string, unknown>)[key])) return true;
+  return false;
 }
 
 function errorsDescribed(_key: string, value: unknown): unknown {

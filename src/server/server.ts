@@ -8,7 +8,6 @@ import { explorerRoutes } from "../explorer/routes.ts";
 import { openApiRoutes } from "../openapi/routes.ts";
 import { ServiceHealth } from "../ops/health.ts";
 import { reflectionRoutes } from "../ops/reflection.ts";
-import { forwardingResponseHeaders, withResponseHeaders } from "../rest/response-headers.ts";
 import { refusedMethod, requestUrl, restHandler, sendEmpty, sendJson } from "../rest/router.ts";
 import { rpcDoor } from "./rpc-door.ts";
 import { connectRoutes, createTonQueryService } from "../service/service.ts";
@@ -59,21 +58,19 @@ export function createServer(deps: ServiceDeps & { telemetry: Telemetry }): Serv
     ...explorerRoutes(deps.config),
   ]);
   const compression = { enabled: deps.config.compression, minBytes: deps.config.compressionMinBytes };
-  const restPaths = withResponseHeaders(
-    restHandler(
-      {
-        service: forwardingResponseHeaders(service),
-        shutdownSignal: shutdown.signal,
-        timeoutMs: deps.config.requestTimeoutMs,
-        compression,
-        holdMaxBytes: deps.config.restHoldMaxBytes,
-      },
-      (req, res) => {
-        const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
-        if (endpoint === undefined) notFound(req, res);
-        else if (!refusedMethod(req, res)) endpoint(req, res);
-      },
-    ),
+  const restPaths = restHandler(
+    {
+      service,
+      shutdownSignal: shutdown.signal,
+      timeoutMs: deps.config.requestTimeoutMs,
+      compression,
+      holdMaxBytes: deps.config.restHoldMaxBytes,
+    },
+    (req, res) => {
+      const endpoint = endpoints.get(requestUrl(req)?.pathname ?? "");
+      if (endpoint === undefined) notFound(req, res);
+      else if (!refusedMethod(req, res)) endpoint(req, res);
+    },
   );
   // The live streams' REST doors (toncenter's Streaming API v2), before the other REST paths.
   const streaming = streamingDoors(service.streams, deps.config, restPaths);
