@@ -7,11 +7,13 @@ import { openRoute, routeOfRequest } from "./replicas.ts";
  * One read shared by the requests that want it at the same time (masterchainInfo: a few hundred bytes that thousands
  * of clients poll), without ever answering a request with data read before it arrived.
  *
- * A request that finds no read of its kind under way starts one. A request that arrives while one is under way
- * does not join it (that read may have passed its snapshot already: the answer could be older than the request,
- * which a client that has just seen a newer block elsewhere would notice); it joins the next read, which starts as
- * soon as the current one ends, with every request that arrived meanwhile. Under load each read then serves all
- * the requests of one read's duration, so the statements run stay one at a time per kind however many clients poll.
+ * A request that finds no read of its kind under way joins the one about to start, or starts one, at the end of
+ * the event loop's turn (every request parsed in that turn shares it). A request that arrives while one is under
+ * way does not join it (that read may have passed its snapshot already: the answer could be older than the
+ * request, which a client that has just seen a newer block elsewhere would notice); it joins the next read, which
+ * starts at the end of the turn in which the current one ends, with every request that arrived meanwhile. Under
+ * load each read then serves all the requests of one read's duration, so the statements run stay one at a time per
+ * kind however many clients poll.
  *
  * Reads are of a kind per freshness bound (the request's `minSeqno`, see Cluster): a read runs as its own request,
  * routed to a member that satisfies the bound of the requests it serves. It is urgent for the connection gates,
@@ -37,10 +39,28 @@ export class SharedRead<T> {
       lane = { current: undefined, next: undefined };
       this.#lanes.set(minSeqno, lane);
     }
-    const batch = lane.current === undefined ? (lane.current = new Batch<T>()) : (lane.next ??= new Batch<T>());
+    // A read not started yet takes every request that comes before it starts.
+    const batch = lane.current === undefined ? (lane.current = new Batch<T>()) : lane.current.started ? (lane.next ??= new Batch<T>()) : lane.current;
     const outcome = batch.join(signal);
-    if (batch === lane.current && !batch.started) this.#start(minSeqno, lane, batch);
+    if (batch === lane.current && !batch.scheduled) this.#schedule(minSeqno, lane, batch);
     return outcome;
+  }
+
+  /**
+   * Starts the batch's read once the event loop's turn is over: every request parsed in the turn joins it. Under load
+   * the requests of a turn come in a burst after the read before has ended: started at once, a read took only those
+   * parsed before its end was read, and the rest waited for the next read.
+   */
+  #schedule(minSeqno: number | undefined, lane: Lane<T>, batch: Batch<T>): void {
+    batch.scheduled = true;
+    setImmediate(() => {
+      if (batch.waiting > 0) this.#start(minSeqno, lane, batch);
+      else {
+        // Every request left it before it started: it is not run.
+        lane.current = undefined;
+        this.#lanes.delete(minSeqno);
+      }
+    });
   }
 
   #start(minSeqno: number | undefined, lane: Lane<T>, batch: Batch<T>): void {
@@ -54,7 +74,7 @@ export class SharedRead<T> {
       // A next read that every request has left before it started is not run.
       if (next !== undefined && next.waiting > 0) {
         lane.current = next;
-        this.#start(minSeqno, lane, next);
+        this.#schedule(minSeqno, lane, next);
       } else {
         lane.current = undefined;
         this.#lanes.delete(minSeqno);
@@ -87,6 +107,8 @@ class Batch<T> {
   readonly controller = new AbortController();
   /** Runs a function in the async context of the request that opened the batch. */
   readonly inContext = AsyncLocalStorage.snapshot();
+  /** Its read is to start at the end of the event loop's turn (see SharedRead's #schedule). */
+  scheduled = false;
   started = false;
   readonly #waiters = new Set<(outcome: Outcome<T>) => void>();
 
