@@ -10,6 +10,7 @@ import { transactionRowAddresses } from "../db/transactions.ts";
 import { delimitedTrace } from "../encode/proto/traces.ts";
 import { AsyncResource } from "node:async_hooks";
 import { log } from "../runtime/log.ts";
+import { untilAborted } from "../runtime/abort.ts";
 import type { ServiceDeps } from "../service/deps.ts";
 import type { StreamMetrics } from "./metrics.ts";
 import {
@@ -704,13 +705,13 @@ export class StreamHub {
   async #contentFor(sub: Subscriber, seqno: number, stop: AbortSignal): Promise<StreamItem | undefined> {
     // An old block, not seen by a poll, has no time here: the content takes its traces' (see #content).
     const cached = this.#cache.get(seqno) ?? this.#cached({ seqno, utime: 0 });
-    const refs = await untilStopped(stop, cached.traces);
+    const refs = await untilAborted(stop, cached.traces, stopReason);
     const need = this.#need(refs, [sub]);
     if (need.traceIds.size === 0) return undefined;
     const load = this.#load(cached, refs, need);
     load.waiting++;
     try {
-      const loaded = await untilStopped(stop, load.result);
+      const loaded = await untilAborted(stop, load.result, stopReason);
       return this.#content(sub, cached.block, refs, loaded);
     } finally {
       load.waiting--;
@@ -827,24 +828,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-function untilStopped<T>(signal: AbortSignal, work: Promise<T>): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
 /** The filter a request names, checked: addresses parse and are at most `maxAddresses`, action types expand. */
 export function streamFilter(
   input: {
@@ -869,4 +852,9 @@ export function streamFilter(
     addressBook: input.addressBook,
     metadata: input.metadata,
   };
+}
+
+/** The hub's waits fail with what stopped them as it is (a stream's end, the hub's close), not as a request's error. */
+function stopReason(signal: AbortSignal): unknown {
+  return signal.reason;
 }
