@@ -71,14 +71,10 @@ export class SharedRead<T> {
     const ended = () => {
       const next = lane.next;
       lane.next = undefined;
-      // A next read that every request has left before it started is not run.
-      if (next !== undefined && next.waiting > 0) {
-        lane.current = next;
-        this.#schedule(minSeqno, lane, next);
-      } else {
-        lane.current = undefined;
-        this.#lanes.delete(minSeqno);
-      }
+      lane.current = next;
+      // A next read that every request leaves before it starts is not run (see #schedule).
+      if (next === undefined) this.#lanes.delete(minSeqno);
+      else this.#schedule(minSeqno, lane, next);
     };
     batch.inContext(() => this.#read(signal)).then(
       (value) => {
