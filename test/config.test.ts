@@ -41,6 +41,7 @@ describe("configuration", () => {
       compressionMinBytes: 1024,
       restHoldMaxBytes: 1048576,
       idleMemoryReleaseMs: 10000,
+      memorySoftLimitMb: 200,
       streamMaxStreams: 1000,
       streamMaxAddresses: 1000,
       streamPollIntervalMs: 500,

@@ -41,10 +41,13 @@ export interface AdmissionRecorder {
   admissionWaited(seconds: number): void;
 }
 
-/** What the idle memory release reports (see IdleMemoryRelease). */
+/** What a memory release was run for: the service idle after some work, or its resident set over the soft limit. */
+export type MemoryReleaseTrigger = "idle" | "pressure";
+
+/** What the memory release reports (see MemoryRelease). */
 export interface MemoryReleaseRecorder {
-  /** A release paused the event loop `seconds` and the resident set shrank by `bytes` (negative: it grew). */
-  memoryReleased(seconds: number, bytes: number): void;
+  /** A release run for `trigger` paused the event loop `seconds` and the resident set shrank by `bytes` (negative: it grew). */
+  memoryReleased(trigger: MemoryReleaseTrigger, seconds: number, bytes: number): void;
 }
 
 /** Latencies from a millisecond (masterchainInfo) to the 10 s request deadline. */
@@ -69,9 +72,9 @@ export class Metrics implements AdmissionRecorder, MemoryReleaseRecorder {
   readonly #statementTimeouts: Counter<"statement">;
   readonly #snapshotHold: Histogram;
   readonly #snapshotStatements: Counter<"placement">;
-  readonly #memoryReleases: Counter;
-  readonly #memoryReleasePause: Counter;
-  readonly #memoryReleasedBytes: Counter;
+  readonly #memoryReleases: Counter<"trigger">;
+  readonly #memoryReleasePause: Counter<"trigger">;
+  readonly #memoryReleasedBytes: Counter<"trigger">;
   // prom-client hashes the label values on every call and allocates a child per labels() call: the series of each
   // label combination are looked up once and kept (the label values are few, see RequestRecord).
   readonly #requestSeries = new Map<string, RequestSeries>();
@@ -131,17 +134,20 @@ export class Metrics implements AdmissionRecorder, MemoryReleaseRecorder {
 
     this.#memoryReleases = new Counter({
       name: "tonquery_memory_releases_total",
-      help: "Collections run to give the operating system back the heap pages a burst of work left empty, after IDLE_MEMORY_RELEASE_MS without a request.",
+      help: "Collections run to give the operating system back the heap pages work left empty: trigger idle after IDLE_MEMORY_RELEASE_MS without a request, pressure when the resident set passed MEMORY_SOFT_LIMIT_MB.",
+      labelNames: ["trigger"],
       registers,
     });
     this.#memoryReleasePause = new Counter({
       name: "tonquery_memory_release_pause_seconds_total",
       help: "Time those collections stopped the event loop.",
+      labelNames: ["trigger"],
       registers,
     });
     this.#memoryReleasedBytes = new Counter({
       name: "tonquery_memory_released_bytes_total",
       help: "By how much those collections shrank the resident set.",
+      labelNames: ["trigger"],
       registers,
     });
 
@@ -278,10 +284,10 @@ export class Metrics implements AdmissionRecorder, MemoryReleaseRecorder {
     if (beside > 0) this.#snapshotStatements.labels("beside").inc(beside);
   }
 
-  memoryReleased(seconds: number, bytes: number): void {
-    this.#memoryReleases.inc();
-    this.#memoryReleasePause.inc(seconds);
-    if (bytes > 0) this.#memoryReleasedBytes.inc(bytes);
+  memoryReleased(trigger: MemoryReleaseTrigger, seconds: number, bytes: number): void {
+    this.#memoryReleases.inc({ trigger });
+    this.#memoryReleasePause.inc({ trigger }, seconds);
+    if (bytes > 0) this.#memoryReleasedBytes.inc({ trigger }, bytes);
   }
 
   /** The Prometheus text exposition of every metric. */

@@ -75,6 +75,7 @@ export interface Config {
   /** REST answers up to this size are held and sent whole (ETag, Content-Length); larger ones are sent as they are written. */
   restHoldMaxBytes: number;
   idleMemoryReleaseMs: number;
+  memorySoftLimitMb: number;
   /** Live streams (StreamTraces, SSE, WebSocket subscriptions) open at once on this instance. */
   streamMaxStreams: number;
   /** Accounts one stream may follow. */
@@ -251,6 +252,11 @@ export const settings = {
     default: "10000",
     help: "After this long without a request in flight (following some), one garbage collection gives the operating system back the heap pages the work left empty, which V8 otherwise keeps for good (a pause of tens of milliseconds, once per stretch of activity); 0: never.",
   },
+  memorySoftLimitMb: {
+    env: "MEMORY_SOFT_LIMIT_MB",
+    default: "200",
+    help: "Under load, when the resident set passes this many megabytes, one garbage collection gives back the heap pages work left empty, as after IDLE_MEMORY_RELEASE_MS; at most once a second, and no sooner after the last than a hundred times its pause (1 % of the time); 0: never.",
+  },
   streamMaxStreams: {
     env: "STREAM_MAX_STREAMS",
     default: "1000",
@@ -374,6 +380,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     compressionMinBytes: integer(s.compressionMinBytes.env, read(s.compressionMinBytes), 0, 1_000_000_000),
     restHoldMaxBytes: integer(s.restHoldMaxBytes.env, read(s.restHoldMaxBytes), 0, 1_000_000_000),
     idleMemoryReleaseMs: integer(s.idleMemoryReleaseMs.env, read(s.idleMemoryReleaseMs), 0, 86_400_000),
+    memorySoftLimitMb: integer(s.memorySoftLimitMb.env, read(s.memorySoftLimitMb), 0, 1_048_576),
     streamMaxStreams: integer(s.streamMaxStreams.env, read(s.streamMaxStreams), 0, 1_000_000),
     streamMaxAddresses: integer(s.streamMaxAddresses.env, read(s.streamMaxAddresses), 1, 1_000_000),
     streamPollIntervalMs: integer(s.streamPollIntervalMs.env, read(s.streamPollIntervalMs), 10, 600_000),

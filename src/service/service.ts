@@ -26,7 +26,7 @@ import { respondsInBinary, TracesProtoSink } from "../encode/proto/traces.ts";
 import { adjacentTransactionsBinary } from "../encode/proto/transactions.ts";
 import { assertSelfEncodingSupported, releaseOwnEncoding } from "../encode/proto/own-encoding.ts";
 import type { ServiceDeps } from "./deps.ts";
-import { IdleMemoryRelease } from "../runtime/idle-memory.ts";
+import { MemoryRelease } from "../runtime/memory-release.ts";
 import { StreamHub } from "../streams/hub.ts";
 import { StreamMetrics } from "../streams/metrics.ts";
 import { streamTracesRpc } from "../streams/rpc.ts";
@@ -46,8 +46,13 @@ export function createTonQueryService(deps: ServiceDeps) {
   // The binary doors' pages are sent as the bytes the encoders wrote, which an unpatched connect would drop.
   assertSelfEncodingSupported(TonQueryService.method.getTraces);
   const admission = new Admission(config.maxConcurrentRequests, deps.telemetry?.metrics);
-  // Every request that reads the index passes here: when none has for a while, the heap's emptied pages go back.
-  const memoryRelease = new IdleMemoryRelease({ idleMs: config.idleMemoryReleaseMs, recorder: deps.telemetry?.metrics });
+  // Every request that reads the index passes here: when none has for a while, or the process holds too much, the
+  // heap's emptied pages go back.
+  const memoryRelease = new MemoryRelease({
+    idleMs: config.idleMemoryReleaseMs,
+    softLimitBytes: config.memorySoftLimitMb * 1024 * 1024,
+    recorder: deps.telemetry?.metrics,
+  });
   deps.telemetry?.metrics.watchAdmission(() => admission.state());
   // A guess until the page's trace rows are read; streamTraces then resizes to the transactions they hold.
   // One reader of the index for every live stream of this instance (src/streams).

@@ -31,7 +31,9 @@ export interface TestServer {
  * log unless `env` asks for one: the suite's thousands of requests would bury the lines that matter.
  */
 export async function startTestServer(databaseUrl: string, env: Record<string, string> = {}): Promise<TestServer> {
-  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ACCESS_LOG: "false", ...env });
+  // No release under memory pressure: the resident set is the test runner's, and a release's pause would land in
+  // whichever test is running (test/memory-release.test.ts covers it).
+  const config = loadConfig({ HOST: "127.0.0.1", PORT: "0", SHUTDOWN_TIMEOUT_MS: "2000", ACCESS_LOG: "false", MEMORY_SOFT_LIMIT_MB: "0", ...env });
   const telemetry = new Telemetry();
   const db = openDatabase(databaseOptions(config, databaseUrl, { sharedSession: (await testEngine()) === "pglite", telemetry }));
   const server = createServer({ db, config, telemetry });

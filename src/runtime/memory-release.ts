@@ -1,0 +1,122 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import type { MemoryReleaseRecorder, MemoryReleaseTrigger } from "../observability/metrics.ts";
+
+/** A release under load pauses the event loop; the next one waits this many times the last pause (1 % of the time at most). */
+const pressurePauseFactor = 100;
+/** ...and never less than this. */
+const pressureMinIntervalMs = 1000;
+/** How often the resident set is compared with the soft limit. */
+const pressureCheckMs = 250;
+
+/**
+ * Gives the operating system back the memory work left the process holding: once the service has been idle for a
+ * while, and, under load, whenever its resident set passes a soft limit.
+ *
+ * V8 keeps the pages of its heap that garbage collection has emptied, for the next allocations, and in Node nothing
+ * ever hands them back: its memory reducer, which should after a few idle seconds, judges the allocation rate by
+ * the last collections and, with no collection while idle, stays in its "high allocation" state for good (seen with
+ * --trace-memory-reducer). After the bench's trace pages a server held 165 MB in V8's 256 KB pages while V8 counted
+ * 84 MB of heap. Only a collection made to reduce memory ("last resort", what V8 runs when an allocation fails)
+ * releases them; it stops the event loop for some tens of milliseconds, so it runs when no request has been in
+ * flight for `idleMs` (once per stretch of activity), and under load only past `softLimitBytes`, no sooner after
+ * the last one than a hundred times its pause: kept pages pile up as runs of different pages follow each other, and
+ * a peak is the largest heap one of them needs plus what the others left.
+ */
+export class MemoryRelease {
+  readonly #idleMs: number;
+  readonly #softLimitBytes: number;
+  readonly #release: () => void;
+  readonly #now: () => number;
+  readonly #residentBytes: () => number;
+  readonly #recorder: MemoryReleaseRecorder | undefined;
+  readonly #timer: ReturnType<typeof setInterval> | undefined;
+  #inFlight = 0;
+  #lastEnded = 0;
+  /** Whether a request has ended since the last release: an idle service has nothing more to give back. */
+  #workedSinceRelease = false;
+  /** When the next release under pressure may run. */
+  #pressureAllowedAt = 0;
+
+  /**
+   * `idleMs` 0 turns the idle release off, `softLimitBytes` 0 the one under pressure. `release`, `now`,
+   * `residentBytes`: a test's own, and no timer (it calls check()).
+   */
+  constructor(options: {
+    idleMs: number;
+    softLimitBytes?: number;
+    recorder?: MemoryReleaseRecorder;
+    release?: () => void;
+    now?: () => number;
+    residentBytes?: () => number;
+  }) {
+    this.#idleMs = options.idleMs;
+    this.#softLimitBytes = options.softLimitBytes ?? 0;
+    this.#recorder = options.recorder;
+    this.#release = options.release ?? releaseFreedHeapPages;
+    this.#now = options.now ?? (() => performance.now());
+    this.#residentBytes = options.residentBytes ?? process.memoryUsage.rss;
+    // One timer for the process rather than one per request: masterchainInfo comes thousands of times a second.
+    const every = this.#softLimitBytes > 0 ? pressureCheckMs : Math.max(100, options.idleMs / 4);
+    if ((options.idleMs > 0 || this.#softLimitBytes > 0) && options.now === undefined) {
+      this.#timer = setInterval(() => this.check(), every);
+      this.#timer.unref();
+    }
+  }
+
+  started(): void {
+    this.#inFlight++;
+  }
+
+  ended(): void {
+    this.#inFlight--;
+    this.#lastEnded = this.#now();
+    this.#workedSinceRelease = true;
+  }
+
+  /** Releases the freed memory if the service has been idle long enough since it last worked, or holds too much. */
+  check(): void {
+    if (!this.#workedSinceRelease && this.#inFlight === 0) return;
+    const now = this.#now();
+    if (this.#idleMs > 0 && this.#inFlight === 0 && now - this.#lastEnded >= this.#idleMs) {
+      this.#run("idle");
+      return;
+    }
+    if (this.#softLimitBytes > 0 && now >= this.#pressureAllowedAt && this.#residentBytes() > this.#softLimitBytes) this.#run("pressure");
+  }
+
+  #run(trigger: MemoryReleaseTrigger): void {
+    this.#workedSinceRelease = false;
+    const rssBefore = this.#residentBytes();
+    const started = this.#now();
+    this.#release();
+    const ended = this.#now();
+    this.#pressureAllowedAt = ended + Math.max(pressureMinIntervalMs, pressurePauseFactor * (ended - started));
+    this.#recorder?.memoryReleased(trigger, (ended - started) / 1000, rssBefore - this.#residentBytes());
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+  }
+}
+
+type GcFunction = (options: { type: "major"; execution: "sync"; flavor: "last-resort" }) => void;
+let collect: GcFunction | undefined;
+
+/**
+ * A collection of V8's that releases the pages it empties. V8 offers it to scripts only as the `gc` function of
+ * --expose-gc; a context made while the flag is set gets it, and the flag is cleared again at once, so that the
+ * service's own global scope never has a `gc` (the same way as the expose-gc package, which is not worth a
+ * dependency for these lines).
+ */
+export function releaseFreedHeapPages(): void {
+  if (collect === undefined) {
+    setFlagsFromString("--expose-gc");
+    try {
+      collect = runInNewContext("gc") as GcFunction;
+    } finally {
+      setFlagsFromString("--no-expose-gc");
+    }
+  }
+  collect({ type: "major", execution: "sync", flavor: "last-resort" });
+}

@@ -1,0 +1,147 @@
+import { describe, expect, it } from "vitest";
+import { MemoryRelease, releaseFreedHeapPages } from "../src/runtime/memory-release.ts";
+
+/**
+ * A release whose clock, resident set and collection are the test's: when it runs is decided by the requests and
+ * the resident set alone. A collection takes `pauseMs` and leaves `residentAfter` bytes.
+ */
+function idleRelease(idleMs: number, pressure?: { softLimitBytes: number; pauseMs: number; residentAfter: number }) {
+  let ms = 0;
+  let resident = 0;
+  const pauseMs = pressure?.pauseMs ?? 40;
+  const releases: number[] = [];
+  const recorded: { trigger: string; seconds: number; bytes: number }[] = [];
+  const release = new MemoryRelease({
+    idleMs,
+    softLimitBytes: pressure?.softLimitBytes,
+    now: () => ms,
+    residentBytes: () => resident,
+    release: () => {
+      releases.push(ms);
+      ms += pauseMs;
+      if (pressure !== undefined) resident = pressure.residentAfter;
+    },
+    recorder: { memoryReleased: (trigger, seconds, bytes) => recorded.push({ trigger, seconds, bytes }) },
+  });
+  return {
+    release,
+    releases,
+    recorded,
+    setResident: (bytes: number) => {
+      resident = bytes;
+    },
+    advance: (by: number) => {
+      ms += by;
+      release.check();
+    },
+  };
+}
+
+describe("MemoryRelease", () => {
+  it("releases once after the idle time that follows some work, never while a request is in flight", () => {
+    const idle = idleRelease(1000);
+    // A service that has served nothing has nothing to give back.
+    idle.advance(5000);
+    expect(idle.releases).toEqual([]);
+
+    idle.release.started();
+    idle.advance(3000);
+    // In flight for longer than the idle time: not idle.
+    expect(idle.releases).toEqual([]);
+    idle.release.ended();
+    idle.advance(999);
+    expect(idle.releases).toEqual([]);
+    idle.advance(1);
+    expect(idle.releases).toEqual([9000]);
+    expect(idle.recorded).toEqual([{ trigger: "idle", seconds: 0.04, bytes: expect.any(Number) }]);
+
+    // Idle on: nothing new to give back.
+    idle.advance(10_000);
+    expect(idle.releases).toEqual([9000]);
+
+    // A request that ends restarts the wait: two overlapping ones, the service idle only once both have ended.
+    idle.release.started();
+    idle.release.started();
+    idle.release.ended();
+    idle.advance(2000);
+    expect(idle.releases).toEqual([9000]);
+    idle.release.ended();
+    idle.advance(1000);
+    expect(idle.releases).toEqual([9000, 22_040]);
+  });
+
+  it("releases under load once the resident set passes the soft limit, no sooner after the last than a hundred times its pause", () => {
+    const mb = 1024 * 1024;
+    const idle = idleRelease(10_000, { softLimitBytes: 200 * mb, pauseMs: 50, residentAfter: 150 * mb });
+    idle.release.started();
+    idle.setResident(200 * mb);
+    idle.advance(250);
+    // At the limit is not past it.
+    expect(idle.releases).toEqual([]);
+    idle.setResident(230 * mb);
+    idle.advance(250);
+    expect(idle.releases).toEqual([500]);
+    expect(idle.recorded).toEqual([{ trigger: "pressure", seconds: 0.05, bytes: 80 * mb }]);
+
+    // Past the limit again at once: the next release waits 100 times the 50 ms pause, though the request is still in flight.
+    idle.setResident(260 * mb);
+    idle.advance(4900);
+    expect(idle.releases).toEqual([500]);
+    idle.advance(100);
+    expect(idle.releases).toEqual([500, 5550]);
+
+    // A pause shorter than 10 ms still leaves a second between two releases.
+    const quick = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 1, residentAfter: 250 * mb });
+    quick.release.started();
+    quick.setResident(250 * mb);
+    quick.advance(250);
+    quick.advance(999);
+    quick.advance(1);
+    expect(quick.releases).toEqual([250, 1251]);
+  });
+
+  it("does not release under pressure when nothing has run since the last release, nor when turned off", () => {
+    const mb = 1024 * 1024;
+    const idle = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 5, residentAfter: 300 * mb });
+    idle.release.started();
+    idle.release.ended();
+    idle.setResident(300 * mb);
+    idle.advance(250);
+    expect(idle.releases).toEqual([250]);
+    // Still 300 MB, but idle with nothing served since: what is resident is what the process needs.
+    idle.advance(60_000);
+    expect(idle.releases).toEqual([250]);
+
+    const off = idleRelease(0, { softLimitBytes: 0, pauseMs: 5, residentAfter: 0 });
+    off.release.started();
+    off.setResident(1024 * mb);
+    off.advance(60_000);
+    expect(off.releases).toEqual([]);
+  });
+
+  it("never releases when turned off", () => {
+    const idle = idleRelease(0);
+    idle.release.started();
+    idle.release.ended();
+    idle.advance(60_000);
+    expect(idle.releases).toEqual([]);
+  });
+
+  it("gives the operating system back the pages a burst left empty, without exposing gc to the service", () => {
+    // Young garbage with a window of it live, as a burst of pages leaves behind: V8 grows its heap for it and keeps
+    // the emptied pages after collecting them.
+    let window: object[][] = [];
+    for (let i = 0; i < 150; i++) {
+      window.push(Array.from({ length: 20_000 }, (_, j) => ({ text: `value ${i} ${j}`, j })));
+      if (window.length > 20) window.shift();
+    }
+    window = [];
+    const before = process.memoryUsage.rss();
+    releaseFreedHeapPages();
+    const after = process.memoryUsage.rss();
+    // The burst grew the heap by well over 100 MB; most of it goes back.
+    expect(before - after).toBeGreaterThan(50 * 1024 * 1024);
+    expect("gc" in globalThis).toBe(false);
+    expect(window).toEqual([]);
+  });
+});
