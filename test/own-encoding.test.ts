@@ -4,7 +4,7 @@ import { createMethodSerializationLookup, encodeEnvelope } from "@connectrpc/con
 import { describe, expect, it } from "vitest";
 import { GetTracesResponseSchema, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { TraceSchema } from "../gen/tonquery/v1/trace_pb.ts";
-import { assertSelfEncodingSupported, binaryOf, PageBytes, selfEncodedWithItems } from "../src/encode/proto/own-encoding.ts";
+import { assertSelfEncodingSupported, binaryOf, PageBytes, releaseOwnEncoding, selfEncoded, selfEncodedWithItems } from "../src/encode/proto/own-encoding.ts";
 
 // The binary doors' pages reach connect as messages carrying their own bytes (src/encode/proto/own-encoding.ts), which
 // connect, patched (patches/@connectrpc+connect+2.2.0.patch), sends without encoding them again.
@@ -57,5 +57,40 @@ describe("a self-encoded response", () => {
     const framed = encodeEnvelope(0, bytes);
     expect(framed.buffer).toBe(bytes.buffer);
     expect(Buffer.from(framed).equals(Buffer.from(encodeEnvelope(0, Buffer.concat(parts))))).toBe(true);
+  });
+
+  /** A page of `count` parts of about 1 KB (each filled with its own byte, `salt` apart from another page's), its parts, and its bytes. */
+  function pageOf(count: number, salt = 0) {
+    const parts = Array.from({ length: count }, (_, i) => new Uint8Array(1000 + i).fill((i + salt) & 0xff));
+    const page = new PageBytes();
+    for (const part of parts) page.append(part);
+    return { parts, bytes: page.finish() };
+  }
+
+  it("gives a sent page's buffer to the next large page, shrunk to 2 MB, and at most four of them; a second release of one page keeps it once", () => {
+    // Drain whatever earlier tests of this process left kept.
+    const drained = Array.from({ length: 4 }, () => pageOf(300).bytes.buffer);
+    const first = pageOf(3000);
+    const firstBuffer = first.bytes.buffer as ArrayBuffer;
+    expect(firstBuffer.byteLength).toBeGreaterThan(2 * 1024 * 1024);
+    const message = selfEncoded({}, first.bytes);
+    releaseOwnEncoding(message);
+    releaseOwnEncoding(message);
+    expect(firstBuffer.byteLength).toBe(2 * 1024 * 1024);
+
+    // The next page past its first buffer is written into it, from its start, and is right.
+    const next = pageOf(300, 7);
+    expect(next.bytes.buffer).toBe(firstBuffer);
+    expect(Buffer.from(next.bytes).equals(Buffer.concat(next.parts))).toBe(true);
+    // Released twice, it was kept once: the page after that gets a buffer of its own.
+    const after = pageOf(300, 9);
+    expect(after.bytes.buffer).not.toBe(firstBuffer);
+    expect(Buffer.from(next.bytes).equals(Buffer.concat(next.parts))).toBe(true);
+
+    // Four are kept; a fifth is given back to the kernel at once.
+    const pages = Array.from({ length: 5 }, () => pageOf(300));
+    for (const page of pages) releaseOwnEncoding(selfEncoded({}, page.bytes));
+    expect(pages.map((page) => (page.bytes.buffer as ArrayBuffer).byteLength > 0)).toEqual([true, true, true, true, false]);
+    expect(drained).toHaveLength(4);
   });
 });

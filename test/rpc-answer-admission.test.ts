@@ -163,8 +163,12 @@ describe.skipIf(onPglite)("the memory of a binary answer", () => {
   // A page of megabytes otherwise stayed committed until the collector found it dead, which V8 only hurries once
   // tens of megabytes of such buffers are waiting: the binary doors' runs of the cold 1000-trace page peaked about
   // 20 MB above REST's in the full bench (round3k).
-  it("gives the page's memory back as soon as the transport has taken all of it", async () => {
-    expect((await answerDeliveredAs(true)).byteLength).toBe(0);
+  it("gives the page's memory back as soon as the transport has taken all of it, but for what the next page reuses", async () => {
+    const first = await answerDeliveredAs(true);
+    // Kept for the next page at 2 MB at most, or, with enough kept, given back whole.
+    expect(first.byteLength).toBeLessThanOrEqual(2 * 1024 * 1024);
+    const second = await answerDeliveredAs(true);
+    expect(first.byteLength === 0 || second === first).toBe(true);
   });
 
   it("keeps it while the transport may still read it: an answer cut or left by its client is freed by the collector", async () => {

@@ -45,10 +45,22 @@ const maxPageBytes = 2 ** 30;
 const firstBufferBytes = 32 * 1024;
 
 /**
+ * Resizable buffers of pages the transport is done with, kept for the next pages (see releaseOwnEncoding). A fresh
+ * one costs its pages' faults, and reserving and giving back its address space: 3.2-3.5 ms of CPU, half of it in the
+ * kernel, for the 0.86 MB of a hot-account page of 100 traces, a sixth of what the binary doors spent on it beyond
+ * reading its rows (bench/page-cost.ts), against nothing for one already committed. At most `maxSparePages`, each
+ * shrunk to `spareBytes` (what a 100-trace page needs), so that what is kept stays a few MB.
+ */
+const sparePages: ArrayBuffer[] = [];
+const maxSparePages = 4;
+const spareBytes = 2 * 1024 * 1024;
+
+/**
  * A binary page's bytes as they are written, with room for the envelope in front: a small page in an ordinary
  * buffer; past that, on one resizable buffer that grows in place (V8 reserves its address space and commits what is
- * written), the first buffer's bytes copied into it once. The page is never copied again nor joined from pieces: a
- * cold 1000-trace page was 14.6 MB of traces held one by one, then a second 14.6 MB while they were joined.
+ * written), a spare one when there is one, the first buffer's bytes copied into it once. The page is never copied
+ * again nor joined from pieces: a cold 1000-trace page was 14.6 MB of traces held one by one, then a second 14.6 MB
+ * while they were joined.
  */
 export class PageBytes {
   #buffer = new ArrayBuffer(firstBufferBytes);
@@ -68,7 +80,8 @@ export class PageBytes {
       this.#buffer.resize(capacity);
       return;
     }
-    const grown = new ArrayBuffer(capacity, { maxByteLength: maxPageBytes });
+    const grown = sparePages.pop() ?? new ArrayBuffer(capacity, { maxByteLength: maxPageBytes });
+    if (grown.byteLength < capacity) grown.resize(capacity);
     new Uint8Array(grown).set(new Uint8Array(this.#buffer, 0, this.#length));
     this.#buffer = grown;
   }
@@ -104,15 +117,19 @@ export function selfEncoded<M extends object>(message: M, bytes: Uint8Array): M 
 
 /**
  * Gives the memory of `message`'s own bytes back, once the transport has taken all of them (see
- * AnswerDelivery.written): a page's resizable buffer is shrunk to nothing, which returns its pages to the kernel at
- * once. V8 does not count a resizable buffer's memory as external, so nothing hurried the collector to a dead one:
- * sent pages of megabytes stayed committed until an unrelated full collection, and the binary doors' runs of the
- * bench's cold 1000-trace page peaked about 20 MB above REST's. A small answer's
- * ordinary buffer is the allocator's, and is left to the collector.
+ * AnswerDelivery.written): a page's resizable buffer is kept for the next page, shrunk to `spareBytes`, or, with
+ * enough kept, shrunk to nothing, which returns its pages to the kernel at once. V8 does not count a resizable
+ * buffer's memory as external, so nothing hurried the collector to a dead one: sent pages of megabytes stayed
+ * committed until an unrelated full collection, and the binary doors' runs of the bench's cold 1000-trace page
+ * peaked about 20 MB above REST's. A small answer's ordinary buffer is the allocator's, and is left to the collector.
  */
 export function releaseOwnEncoding(message: object): void {
   const buffer = (message as SelfEncoded)[ownEncoding]?.buffer;
-  if (buffer instanceof ArrayBuffer && buffer.resizable) buffer.resize(0);
+  if (!(buffer instanceof ArrayBuffer) || !buffer.resizable || sparePages.includes(buffer)) return;
+  if (sparePages.length < maxSparePages) {
+    if (buffer.byteLength > spareBytes) buffer.resize(spareBytes);
+    sparePages.push(buffer);
+  } else buffer.resize(0);
 }
 
 /** The bytes the RPC doors send for `message`: its own, or toBinary's. */
