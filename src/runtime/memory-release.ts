@@ -18,10 +18,10 @@ const pressureCheckMs = 250;
  * the last collections and, with no collection while idle, stays in its "high allocation" state for good (seen with
  * --trace-memory-reducer). After the bench's trace pages a server held 165 MB in V8's 256 KB pages while V8 counted
  * 84 MB of heap. Only a collection made to reduce memory ("last resort", what V8 runs when an allocation fails)
- * releases them; it stops the event loop for some tens of milliseconds, so it runs when no request has been in
- * flight for `idleMs` (once per stretch of activity), and under load only past `softLimitBytes`, no sooner after
- * the last one than a hundred times its pause: kept pages pile up as runs of different pages follow each other, and
- * a peak is the largest heap one of them needs plus what the others left.
+ * releases them; it stops the event loop (68 ms idle after a burst, 140-200 ms amid the bench's heaviest pages), so
+ * it runs when no request has been in flight for `idleMs` (once per stretch of activity), and under load only past
+ * `softLimitBytes`, no sooner after the last one than a hundred times its pause: kept pages pile up as runs of
+ * different pages follow each other, and a peak is the largest heap one of them needs plus what the others left.
  */
 export class MemoryRelease {
   readonly #idleMs: number;
