@@ -91,13 +91,42 @@ describe("MemoryRelease", () => {
     expect(idle.releases).toEqual([500, 5550]);
 
     // A pause shorter than 10 ms still leaves a second between two releases.
-    const quick = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 1, residentAfter: 250 * mb });
+    const quick = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 1, residentAfter: 150 * mb });
     quick.release.started();
     quick.setResident(250 * mb);
     quick.advance(250);
+    quick.setResident(250 * mb);
     quick.advance(999);
     quick.advance(1);
     expect(quick.releases).toEqual([250, 1251]);
+  });
+
+  it("waits twice as long after each release under pressure that gave back less than a tenth of the limit, up to 64 times", () => {
+    const mb = 1024 * 1024;
+    // Live memory past the limit (an embedded database's): each release gives back 10 MB of 300.
+    const live = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 10, residentAfter: 290 * mb });
+    live.release.started();
+    const gaps: number[] = [];
+    for (let releases = 0; releases < 9; ) {
+      live.setResident(300 * mb);
+      live.advance(250);
+      if (live.releases.length > releases) {
+        releases = live.releases.length;
+        if (releases > 1) gaps.push((live.releases[releases - 1] as number) - (live.releases[releases - 2] as number));
+      }
+    }
+    // Each wait a whole number of checks past 1 s (the pause is 10 ms), doubled after each unproductive release, 64 s at most.
+    expect(gaps.map((gap) => Math.ceil(gap / 1000))).toEqual([3, 5, 9, 17, 33, 65, 65, 65]);
+
+    // A release that gives back a tenth of the limit or more puts the wait back to one second.
+    const productive = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 10, residentAfter: 150 * mb });
+    productive.release.started();
+    for (let i = 0; i < 20; i++) {
+      productive.setResident(300 * mb);
+      productive.advance(250);
+    }
+    // (a release at the first check a second past the last one's end: each pause is 10 ms)
+    expect(productive.releases).toEqual([250, 1260, 2270, 3280, 4290]);
   });
 
   it("does not release under pressure when nothing has run since the last release, nor when turned off", () => {

@@ -255,7 +255,7 @@ export const settings = {
   memorySoftLimitMb: {
     env: "MEMORY_SOFT_LIMIT_MB",
     default: "200",
-    help: "Under load, when the resident set passes this many megabytes, one garbage collection gives back the heap pages work left empty, as after IDLE_MEMORY_RELEASE_MS; at most once a second, and no sooner after the last than a hundred times its pause (1 % of the time); 0: never.",
+    help: "Under load, when the resident set passes this many megabytes, one garbage collection gives back the heap pages work left empty, as after IDLE_MEMORY_RELEASE_MS; at most once a second, and no sooner after the last than a hundred times its pause (1 % of the time), twice as long after each that gave back less than a tenth of the limit (up to 64 times); 0: never.",
   },
   streamMaxStreams: {
     env: "STREAM_MAX_STREAMS",

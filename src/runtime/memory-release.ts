@@ -8,6 +8,13 @@ const pressurePauseFactor = 100;
 const pressureMinIntervalMs = 1000;
 /** How often the resident set is compared with the soft limit. */
 const pressureCheckMs = 250;
+/**
+ * A release under load that gives back less than this share of the soft limit doubles the wait before the next one
+ * (up to `pressureMaxBackoff` times): the memory held past the limit is then live (the embedded database's, a large
+ * decoded-body cache), and another pause would buy nothing.
+ */
+const pressureProductiveShare = 0.1;
+const pressureMaxBackoff = 64;
 
 /**
  * Gives the operating system back the memory work left the process holding: once the service has been idle for a
@@ -20,8 +27,9 @@ const pressureCheckMs = 250;
  * 84 MB of heap. Only a collection made to reduce memory ("last resort", what V8 runs when an allocation fails)
  * releases them; it stops the event loop (68 ms idle after a burst, 140-200 ms amid the bench's heaviest pages), so
  * it runs when no request has been in flight for `idleMs` (once per stretch of activity), and under load only past
- * `softLimitBytes`, no sooner after the last one than a hundred times its pause: kept pages pile up as runs of
- * different pages follow each other, and a peak is the largest heap one of them needs plus what the others left.
+ * `softLimitBytes`, no sooner after the last one than a hundred times its pause (longer after releases that gave
+ * back little): kept pages pile up as runs of different pages follow each other, and a peak is the largest heap one
+ * of them needs plus what the others left.
  */
 export class MemoryRelease {
   readonly #idleMs: number;
@@ -37,6 +45,8 @@ export class MemoryRelease {
   #workedSinceRelease = false;
   /** When the next release under pressure may run. */
   #pressureAllowedAt = 0;
+  /** By how much the wait after a release under pressure is stretched: doubled by each that gave back little. */
+  #pressureBackoff = 1;
 
   /**
    * `idleMs` 0 turns the idle release off, `softLimitBytes` 0 the one under pressure. `release`, `now`,
@@ -91,8 +101,12 @@ export class MemoryRelease {
     const started = this.#now();
     this.#release();
     const ended = this.#now();
-    this.#pressureAllowedAt = ended + Math.max(pressureMinIntervalMs, pressurePauseFactor * (ended - started));
-    this.#recorder?.memoryReleased(trigger, (ended - started) / 1000, rssBefore - this.#residentBytes());
+    const released = rssBefore - this.#residentBytes();
+    if (trigger === "pressure") {
+      this.#pressureBackoff = released < pressureProductiveShare * this.#softLimitBytes ? Math.min(pressureMaxBackoff, this.#pressureBackoff * 2) : 1;
+    }
+    this.#pressureAllowedAt = ended + this.#pressureBackoff * Math.max(pressureMinIntervalMs, pressurePauseFactor * (ended - started));
+    this.#recorder?.memoryReleased(trigger, (ended - started) / 1000, released);
   }
 
   close(): void {
