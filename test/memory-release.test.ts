@@ -37,6 +37,8 @@ function idleRelease(idleMs: number, pressure?: { softLimitBytes: number; pauseM
   };
 }
 
+const mb = 1024 * 1024;
+
 describe("MemoryRelease", () => {
   it("releases once after the idle time that follows some work, never while a request is in flight", () => {
     const idle = idleRelease(1000);
@@ -71,7 +73,6 @@ describe("MemoryRelease", () => {
   });
 
   it("releases under load once the resident set passes the soft limit, no sooner after the last than a hundred times its pause", () => {
-    const mb = 1024 * 1024;
     const idle = idleRelease(10_000, { softLimitBytes: 200 * mb, pauseMs: 50, residentAfter: 150 * mb });
     idle.release.started();
     idle.setResident(200 * mb);
@@ -102,19 +103,14 @@ describe("MemoryRelease", () => {
   });
 
   it("waits twice as long after each release under pressure that gave back less than a tenth of the limit, up to 64 times", () => {
-    const mb = 1024 * 1024;
     // Live memory past the limit (an embedded database's): each release gives back 10 MB of 300.
     const live = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 10, residentAfter: 290 * mb });
     live.release.started();
-    const gaps: number[] = [];
-    for (let releases = 0; releases < 9; ) {
+    while (live.releases.length < 9) {
       live.setResident(300 * mb);
       live.advance(250);
-      if (live.releases.length > releases) {
-        releases = live.releases.length;
-        if (releases > 1) gaps.push((live.releases[releases - 1] as number) - (live.releases[releases - 2] as number));
-      }
     }
+    const gaps = live.releases.slice(1).map((at, i) => at - (live.releases[i] as number));
     // Each wait a whole number of checks past 1 s (the pause is 10 ms), doubled after each unproductive release, 64 s at most.
     expect(gaps.map((gap) => Math.ceil(gap / 1000))).toEqual([3, 5, 9, 17, 33, 65, 65, 65]);
 
@@ -130,7 +126,6 @@ describe("MemoryRelease", () => {
   });
 
   it("does not release under pressure when nothing has run since the last release, nor when turned off", () => {
-    const mb = 1024 * 1024;
     const idle = idleRelease(0, { softLimitBytes: 200 * mb, pauseMs: 5, residentAfter: 300 * mb });
     idle.release.started();
     idle.release.ended();
