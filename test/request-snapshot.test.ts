@@ -3,6 +3,8 @@ import { loadConfig } from "../src/runtime/config.ts";
 import { databaseOptions, isSnapshotLost, openDatabase, runQuery, type Database, type Sql } from "../src/db/client.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 import { startOutageProxy } from "./support/proxy.ts";
+import { recordedIndex } from "./support/encoder-indexes.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
 import { startTestServer } from "./support/server.ts";
 
 // One request, one snapshot: what the data layer guarantees to the statements of a request opened with a snapshot
@@ -47,7 +49,7 @@ describe("a request's snapshot", () => {
   it("is what every statement of the request reads, on every connection, whatever commits after its first", async () => {
     await commitBlock();
     const request = new AbortController();
-    const route = database.route(request.signal, undefined, true);
+    const route = database.route(request.signal, undefined, "parallel");
     const first = await countBlocks(request.signal, database.sql);
     const writes = commitBlock().then(commitBlock);
     // PGlite runs an open transaction's messages alone: there the writer waits for the request to end.
@@ -60,14 +62,67 @@ describe("a request's snapshot", () => {
     await writes;
 
     const next = new AbortController();
-    const nextRoute = database.route(next.signal, undefined, true);
+    const nextRoute = database.route(next.signal, undefined, "parallel");
     expect((await countBlocks(next.signal, database.sql)).n).toBe(first.n + 2);
     nextRoute.end();
   });
 
+  it("read serially, runs every statement on its anchor, without exporting it: one connection, one transaction", async () => {
+    await commitBlock();
+    const request = new AbortController();
+    const route = database.route(request.signal, undefined, "serial");
+    let writes: Promise<void> | undefined;
+    try {
+      const first = await countBlocks(request.signal, database.sql);
+      writes = commitBlock();
+      if (onRealPostgres) await writes;
+      const rest = await Promise.all([database.sql, database.sqlCustomPlan, database.sql].map((sql) => countBlocks(request.signal, sql)));
+      expect(rest.map((r) => r.n)).toEqual([first.n, first.n, first.n]);
+      expect(new Set([first.pid, ...rest.map((r) => r.pid)])).toEqual(new Set([first.pid]));
+      if (onRealPostgres) {
+        const [exported] = await db.admin<{ n: number }[]>`select count(*)::int as n from pg_ls_dir('pg_snapshots') as f`;
+        expect(exported?.n).toBe(0);
+      }
+    } finally {
+      route.end();
+      await writes;
+    }
+  });
+
+  it.runIf(onRealPostgres)("read in parallel, reads serially when the pool had more than a quarter of its connections in use as it opened", async () => {
+    // DB_POOL_SIZE 5: four connections in the prepared pool, where anchors open.
+    const small = open(db.url, { DB_POOL_SIZE: "5" });
+    const held = new AbortController();
+    const heldRoute = small.route(held.signal, undefined, "serial");
+    try {
+      await countBlocks(held.signal, small.sql);
+      const pidsOf = async () => {
+        const request = new AbortController();
+        const route = small.route(request.signal, undefined, "parallel");
+        try {
+          const first = await countBlocks(request.signal, small.sql);
+          const rest = await Promise.all([small.sql, small.sql, small.sqlCustomPlan].map((sql) => countBlocks(request.signal, sql)));
+          return new Set([first.pid, ...rest.map((r) => r.pid)]).size;
+        } finally {
+          route.end();
+        }
+      };
+      // Another request's anchor held, the request's own makes two of four in use: nothing exported, all on the anchor.
+      expect(await pidsOf()).toBe(1);
+      // None held, its own is one of four: it exports, and its statements spread.
+      heldRoute.end();
+      await expect.poll(() => connectionsInUse(small)).toBe(0);
+      expect(await pidsOf()).toBeGreaterThan(1);
+    } finally {
+      heldRoute.end();
+      await expect.poll(() => connectionsInUse(small)).toBe(0);
+      await small.end();
+    }
+  });
+
   it("is left as soon as the request ends: its transaction is committed and its connection back in the pool", async () => {
     const request = new AbortController();
-    const route = database.route(request.signal, undefined, true);
+    const route = database.route(request.signal, undefined, "parallel");
     await Promise.all([countBlocks(request.signal, database.sql), countBlocks(request.signal, database.sql)]);
     expect(connectionsInUse(database)).toBeGreaterThan(0);
     route.end();
@@ -88,7 +143,7 @@ describe("a request's snapshot", () => {
     try {
       const requests = Array.from({ length: 4 }, async () => {
         const request = new AbortController();
-        const route = small.route(request.signal, undefined, true);
+        const route = small.route(request.signal, undefined, "parallel");
         try {
           const first = await countBlocks(request.signal, small.sql);
           const rest = await Promise.all([small.sql, small.sqlCustomPlan, small.sql, small.sqlCustomPlan].map((sql) => countBlocks(request.signal, sql)));
@@ -120,13 +175,40 @@ describe("the snapshots of the service's requests", () => {
   });
 });
 
+describe.runIf(onRealPostgres)("the service's requests", () => {
+  let recorded: TestDatabase;
+  beforeAll(async () => {
+    recorded = await recordedIndex();
+  });
+  afterAll(async () => {
+    await recorded?.drop();
+  });
+
+  it("read a small page serially, on its anchor, and a page of 100 traces in parallel while the pool is idle", async () => {
+    const server = await startTestServer(recorded.url);
+    try {
+      const placed = async (placement: "anchor" | "beside") => (await scrapeMetrics(server.baseUrl)).value("tonquery_db_snapshot_statements_total", { placement });
+      const children = await server.rest("/api/v3/adjacentTransactions?hash=79a9866494c57ea5a8457e4c80194b665276d37ef609488beae12d2a1ef1794f&direction=out");
+      expect(children.status).toBe(200);
+      // Its statements: the rows, then their states and messages side by side, then the address book.
+      await expect.poll(() => placed("anchor")).toBeGreaterThanOrEqual(4);
+      expect(await placed("beside")).toBe(0);
+      const traces = await server.rest("/api/v3/traces?account=UQCgf9xAc0HumzY_N2Lgk5oQk3_pL7N04GT0KaP-H7upN-qH&limit=100");
+      expect(traces.status).toBe(200);
+      await expect.poll(() => placed("beside")).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe.runIf(onRealPostgres)("a request whose server fails after its snapshot is taken", () => {
   it("fails as a lost snapshot, never finished elsewhere, and runs again from the start once restarted", async () => {
     const proxy = await startOutageProxy(db.url);
     const database = open(proxy.url, { DB_CONNECT_TIMEOUT_MS: "500", DB_PROBE_INTERVAL_MS: "200" });
     try {
       const request = new AbortController();
-      const route = database.route(request.signal, undefined, true);
+      const route = database.route(request.signal, undefined, "parallel");
       await countBlocks(request.signal, database.sql);
       await proxy.cut();
       const lost = await countBlocks(request.signal, database.sql).then(

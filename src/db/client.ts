@@ -11,7 +11,7 @@ import { isUrgent } from "./connection-gate.ts";
 import { cutIfSilent, leaseConnection } from "./lease.ts";
 import { Member, type PoolKind } from "./member.ts";
 import { Cluster, type MemberStats, ReplicaLag, type RequestRoute, routeOfRequest } from "./replicas.ts";
-import { type RequestSnapshot, snapshotLost } from "./snapshot.ts";
+import { type RequestSnapshot, type SnapshotReads, snapshotLost } from "./snapshot.ts";
 import { type BuildStatement, type Sql, sendFramed, type StatementRun, transactionFrame } from "./statement.ts";
 
 export type { Sql } from "./statement.ts";
@@ -97,10 +97,10 @@ export interface Database {
   onServingChange(listener: () => void): () => void;
   /**
    * Where the statements run under `signal` (one request's) go: to a member known to hold at least masterchain
-   * block `minSeqno` when given. With `snapshot`, they all read one snapshot of the index (see RequestSnapshot),
-   * held until the route's `end()`.
+   * block `minSeqno` when given. With `snapshot`, they all read one snapshot of the index, serially or in parallel
+   * (see RequestSnapshot), held until the route's `end()`.
    */
-  route(signal: AbortSignal, minSeqno?: number, snapshot?: boolean): RequestRoute;
+  route(signal: AbortSignal, minSeqno?: number, snapshot?: SnapshotReads): RequestRoute;
   /**
    * With replicas: the newest masterchain seqno of the member that ran the request's statements, as of after the
    * last of them (a bound of everything the request read; X-Index-Seqno). Costs one statement, unless the last

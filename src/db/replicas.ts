@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { log } from "../runtime/log.ts";
 import type { Member, MemberRole, Position } from "./member.ts";
-import { RequestSnapshot } from "./snapshot.ts";
+import { RequestSnapshot, type SnapshotReads } from "./snapshot.ts";
 
 /**
  * Which member of the index (the primary and its streaming replicas) runs a request's statements.
@@ -64,9 +64,9 @@ export class Cluster {
 
   /**
    * Where the statements of the request whose signal this is go; `minSeqno`: the freshness its client asked for;
-   * `snapshot`: whether they all read one snapshot (see RequestSnapshot).
+   * `snapshot`: when given, they all read one snapshot, serially or in parallel (see RequestSnapshot).
    */
-  route(signal: AbortSignal, minSeqno: number | undefined, snapshot = false): RequestRoute {
+  route(signal: AbortSignal, minSeqno: number | undefined, snapshot?: SnapshotReads): RequestRoute {
     return openRoute(signal, minSeqno, snapshot);
   }
 
@@ -186,7 +186,7 @@ export class Cluster {
 const routes = new WeakMap<AbortSignal, RequestRoute>();
 
 /** Starts the route of the request whose statements carry `signal`: none has run yet, none is pinned. */
-export function openRoute(signal: AbortSignal, minSeqno: number | undefined, snapshot = false): RequestRoute {
+export function openRoute(signal: AbortSignal, minSeqno: number | undefined, snapshot?: SnapshotReads): RequestRoute {
   const route = new RequestRoute(minSeqno, snapshot);
   routes.set(signal, route);
   return route;
@@ -207,9 +207,9 @@ export class RequestRoute {
   #hasRead = false;
   #bound: number | undefined;
 
-  constructor(minSeqno: number | undefined, snapshot: boolean) {
+  constructor(minSeqno: number | undefined, snapshot: SnapshotReads | undefined) {
     this.minSeqno = minSeqno;
-    if (snapshot) this.snapshot = new RequestSnapshot();
+    if (snapshot !== undefined) this.snapshot = new RequestSnapshot(snapshot);
   }
 
   /** The request is over: its snapshot, if any, is released. */
@@ -224,7 +224,7 @@ export class RequestRoute {
   restart(): void {
     if (this.snapshot === undefined) return;
     this.snapshot.end();
-    this.snapshot = new RequestSnapshot();
+    this.snapshot = this.snapshot.renewed();
     this.member = undefined;
     this.#hasRead = false;
     this.#bound = undefined;

@@ -6,15 +6,35 @@ import type { Member } from "./member.ts";
 import { importSnapshot, sendFramed, type Sql, type StatementRun, transactionFrame } from "./statement.ts";
 
 /**
+ * How a request's statements share its snapshot.
+ * - `serial`: all on the anchor, queued there and sent without waiting for each other's answers (postgres.js
+ *   pipelines a connection's statements), so PostgreSQL runs them one after another in the anchor's transaction.
+ * - `parallel`: a statement that would queue behind another runs beside the anchor on a connection of its own,
+ *   importing the exported snapshot, while the pool has connections to spare (see {@link RequestSnapshot}).
+ *
+ * Exporting and importing a snapshot is not free: `pg_export_snapshot()` writes a file and each import reads it in a
+ * transaction of its own (`begin`, `set transaction snapshot`, `commit`). Alternated on the 2M bench index (same
+ * machine, 1-second windows), a small request paid for it twice over: adjacentTransactions at concurrency 1 ran
+ * 221 req/s with it and 325 without (PostgreSQL 2.1 → 1.2 ms of CPU per request), 554 → 669 req/s at 16, a 10-trace
+ * page 107 → 118 and 154 → 169; only pages whose statements take milliseconds gain from running them side by side
+ * on an idle database (at concurrency 1, a cold account's 100-trace page 17.6 → 20.2 pages per second, the hot
+ * account's 1000-trace page 1.3 → 1.6), and under load none does (the hot 100-trace page at 16: 38.5 pages per
+ * second serial, 33.8 parallel): the database's cores are busy with other requests anyway.
+ */
+export type SnapshotReads = "serial" | "parallel";
+
+/**
  * One request's view of the index: every statement of the request reads the same committed state, whatever the
  * index worker commits meanwhile and however many connections the statements run on.
  *
  * The worker commits a batch per transaction (a trace's new transactions and its grown trace row together), and a
  * page is several statements: read in transactions of their own, a trace row could say "complete, 5 transactions"
  * and the next statement find 4. So the request's first statement opens a REPEATABLE READ transaction on an
- * anchor connection of its member's prepared pool and exports its snapshot: `begin`, `select pg_export_snapshot()`
- * and the statement go out in one write, no extra round trip. The anchor keeps that transaction, and its
- * connection permit, until the request ends ({@link end} sends its `commit`). A later statement:
+ * anchor connection of its member's prepared pool: `begin` and the statement go out in one write, no extra round
+ * trip. The anchor keeps that transaction, and its connection permit, until the request ends ({@link end} sends its
+ * `commit`). A later statement runs on the anchor, behind whatever the anchor still runs, unless the request reads
+ * in parallel and its anchor exported the snapshot: it does when the pool had at most a quarter of its connections
+ * in use as the anchor opened (`select pg_export_snapshot()` goes out in the same write). Then a later statement:
  * - runs on the anchor when nothing runs there;
  * - runs beside it when a connection of its own pool is free at once, importing the snapshot (`begin`,
  *   `set transaction snapshot`, the statement and `commit` in one write): parallel statements stay parallel;
@@ -37,6 +57,11 @@ export class RequestSnapshot {
   /** Where the request's statements ran, for the metrics; the telemetry is the statements' own. */
   readonly #placed = { onAnchor: 0, beside: 0 };
   #telemetry: StatementTelemetry | undefined;
+  readonly #reads: SnapshotReads;
+
+  constructor(reads: SnapshotReads) {
+    this.#reads = reads;
+  }
 
   /** The member the snapshot lives on, once it is taken. */
   get member(): Member | undefined {
@@ -63,7 +88,7 @@ export class RequestSnapshot {
         () => {},
       );
       this.#member = member;
-      const opening = openAnchor(stop, urgent, member, (heldMs) =>
+      const opening = openAnchor(stop, urgent, member, this.#reads, (heldMs) =>
         this.#telemetry?.snapshotEnded(heldMs / 1000, this.#placed.onAnchor, this.#placed.beside),
       );
       this.#anchor = opening;
@@ -78,11 +103,16 @@ export class RequestSnapshot {
     }
     const anchor = await this.#anchor;
     this.#assertOpen();
-    if (anchor.busy > 0) {
+    if (anchor.busy > 0 && anchor.exported) {
       const release = run.pool.gate.tryAcquire(urgent);
       if (release !== undefined) return this.#beside(stop, anchor, release, run);
     }
     return this.#onAnchor(anchor, run);
+  }
+
+  /** A snapshot read the same way, for the request's next run (see RequestRoute.restart). */
+  renewed(): RequestSnapshot {
+    return new RequestSnapshot(this.#reads);
   }
 
   /** The request is over: the anchor commits (after whatever it still runs) and gives its connection back. */
@@ -145,7 +175,9 @@ export class RequestSnapshot {
 /** The connection that holds a request's snapshot open. */
 interface Anchor {
   connection: postgres.ReservedSql;
-  /** Resolves with the exported snapshot id (undefined on a shared session) once the transaction is open. */
+  /** Whether the snapshot is exported: statements may run beside the anchor. */
+  exported: boolean;
+  /** Resolves with the exported snapshot id, if it is exported, once the transaction is open. */
   opened: Promise<string | undefined>;
   /** Statements sent on the anchor and not yet answered. */
   busy: number;
@@ -155,7 +187,15 @@ interface Anchor {
   close: () => void;
 }
 
-async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member, onFreed: (heldMs: number) => void): Promise<Anchor> {
+/**
+ * The share of its pool's connections in use, its own anchor included, up to which a request reading in parallel
+ * exports its snapshot. At a half, a 100-trace page at concurrency 16 still exported in a fifth of its statements (8
+ * admission slots hold 4-5 such pages, and the pool is 10): 35.0 → 35.7 pages per second against exporting always;
+ * at a quarter, 29.3-31.8 → 32.5-33.9, and at concurrency 1 the same as exporting always.
+ */
+const parallelReadsWhileInUse = 0.25;
+
+async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member, reads: SnapshotReads, onFreed: (heldMs: number) => void): Promise<Anchor> {
   const pool = member.pools.prepared;
   const release = await pool.gate.acquire(stop, urgent);
   let connection: postgres.ReservedSql;
@@ -167,10 +207,12 @@ async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member, on
   }
   const begun = performance.now();
   const begin = connection.unsafe(transactionFrame.beginSnapshot).execute();
-  const exported = member.sharedSession ? undefined : (connection as Sql).unsafe<{ id: string }[]>(transactionFrame.exportSnapshot).execute();
-  const opened = Promise.all([begin, exported]).then(([, rows]) => rows?.[0]?.id);
+  const exported = reads === "parallel" && !member.sharedSession && pool.gate.inUse <= pool.gate.capacity * parallelReadsWhileInUse;
+  const exporting = exported ? (connection as Sql).unsafe<{ id: string }[]>(transactionFrame.exportSnapshot).execute() : undefined;
+  const opened = Promise.all([begin, exporting]).then(([, rows]) => rows?.[0]?.id);
   const anchor: Anchor = {
     connection,
+    exported,
     opened,
     busy: 0,
     closing: false,

@@ -71,6 +71,8 @@ export function createTonQueryService(deps: ServiceDeps) {
     },
     deps.telemetry === undefined ? undefined : new StreamMetrics(deps.telemetry.metrics.registry),
   );
+  /** A page expected to hold a slot's worth of transactions (250) or more: 100 traces, a block page of 250. */
+  const parallelReadsWeight = 1;
   const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
   /** `requestClass`: the operation and its page size, which admission keeps fair between (see Admission). */
@@ -85,8 +87,8 @@ export function createTonQueryService(deps: ServiceDeps) {
     const minSeqno = minIndexSeqno(context.requestHeader);
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
     // The request's statements all go to one member, at least as fresh as its client asked (see Cluster), and all
-    // read one snapshot of the index there (see RequestSnapshot).
-    const route = deps.db.route(bounded.signal, minSeqno, true);
+    // read one snapshot of the index there, side by side only for a page large enough to gain from it (see SnapshotReads).
+    const route = deps.db.route(bounded.signal, minSeqno, weight >= parallelReadsWeight ? "parallel" : "serial");
     // Set by the RPC doors, which send the answer after it is returned; the REST door sends it within the work.
     const delivery = context.values.get(answerDelivery);
     const work = async (slots: HeldSlots) => {

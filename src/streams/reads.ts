@@ -40,7 +40,7 @@ const primaryOnly = Number.MAX_SAFE_INTEGER;
 export async function asRead<T>(deps: ServiceDeps, stop: AbortSignal | undefined, timeoutMs: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
   const signal = stop === undefined ? AbortSignal.any([controller.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.any([controller.signal, stop, AbortSignal.timeout(timeoutMs)]);
-  const route = deps.db.route(signal, primaryOnly, true);
+  const route = deps.db.route(signal, primaryOnly, "parallel");
   try {
     return await work(signal);
   } finally {
