@@ -32,6 +32,17 @@ async function commitBlock(): Promise<void> {
 
 const connectionsInUse = (database: Database) => database.poolStates().reduce((sum, pool) => sum + pool.inUse, 0);
 
+/** The service's transactions still open on the test's database: an ended request's anchor waits briefly for the next. */
+async function openTransactions(): Promise<number> {
+  if (!onRealPostgres) return 0;
+  const [open] = await db.admin<{ n: number }[]>`
+    select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'tonquery' and state like 'idle in transaction%'`;
+  return open?.n ?? 0;
+}
+
+/** Every request's connection back, and its transaction ended. */
+const settled = (database: Database) => expect.poll(async () => connectionsInUse(database) + (await openTransactions())).toBe(0);
+
 const countBlocks = (signal: AbortSignal, sql: Sql) =>
   runQuery(signal, sql, "test_count_blocks", (tx) => tx<{ n: number; pid: number }[]>`select count(*)::int as n, pg_backend_pid() as pid from blocks`).then(
     ([row]) => row as { n: number; pid: number },
@@ -111,27 +122,40 @@ describe("a request's snapshot", () => {
       expect(await pidsOf()).toBe(1);
       // None held, its own is one of four: it exports, and its statements spread.
       heldRoute.end();
-      await expect.poll(() => connectionsInUse(small)).toBe(0);
+      await settled(small);
       expect(await pidsOf()).toBeGreaterThan(1);
     } finally {
       heldRoute.end();
-      await expect.poll(() => connectionsInUse(small)).toBe(0);
+      await settled(small);
       await small.end();
     }
   });
 
-  it("is left as soon as the request ends: its transaction is committed and its connection back in the pool", async () => {
+  it.runIf(onRealPostgres)("ends in the same write as the next request's begins, which reads what was committed meanwhile", async () => {
+    const first = new AbortController();
+    const firstRoute = database.route(first.signal, undefined, "serial");
+    const before = await countBlocks(first.signal, database.sql);
+    await commitBlock();
+    // The first request's transaction is still open on its anchor when it ends; the next takes that connection.
+    firstRoute.end();
+    const next = new AbortController();
+    const nextRoute = database.route(next.signal, undefined, "serial");
+    try {
+      const after = await countBlocks(next.signal, database.sql);
+      expect(after.pid).toBe(before.pid);
+      expect(after.n).toBe(before.n + 1);
+    } finally {
+      nextRoute.end();
+    }
+  });
+
+  it("is left once the request ends: its transaction committed within milliseconds and its connection back in the pool", async () => {
     const request = new AbortController();
     const route = database.route(request.signal, undefined, "parallel");
     await Promise.all([countBlocks(request.signal, database.sql), countBlocks(request.signal, database.sql)]);
     expect(connectionsInUse(database)).toBeGreaterThan(0);
     route.end();
-    await expect.poll(() => connectionsInUse(database)).toBe(0);
-    if (onRealPostgres) {
-      const [idle] = await db.admin<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'tonquery' and state like 'idle in transaction%'`;
-      expect(idle?.n).toBe(0);
-    }
+    await settled(database);
     // Nothing more is run for a request that has ended.
     await expect(countBlocks(request.signal, database.sql)).rejects.toThrow(/ended/);
   });
@@ -153,7 +177,7 @@ describe("a request's snapshot", () => {
         }
       });
       expect(await Promise.all(requests)).toEqual([true, true, true, true]);
-      await expect.poll(() => connectionsInUse(small)).toBe(0);
+      await settled(small);
     } finally {
       await small.end();
     }
@@ -222,7 +246,7 @@ describe.runIf(onRealPostgres)("a request whose server fails after its snapshot 
       route.restart();
       await expect.poll(() => countBlocks(request.signal, database.sql).then((r) => r.n, () => -1), { timeout: 5000 }).toBeGreaterThanOrEqual(0);
       route.end();
-      await expect.poll(() => connectionsInUse(database)).toBe(0);
+      await settled(database);
     } finally {
       await database.end();
       await proxy.close();

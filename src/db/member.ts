@@ -2,6 +2,7 @@ import postgres from "postgres";
 import { log } from "../runtime/log.ts";
 import { DatabaseAvailability } from "./availability.ts";
 import { ConnectionGate } from "./connection-gate.ts";
+import { endParkedAnchors } from "./parked-anchors.ts";
 import type { LeaseBounds } from "./lease.ts";
 
 type Sql = postgres.Sql;
@@ -188,6 +189,7 @@ export class Member {
 
   async end(): Promise<void> {
     this.availability.stop();
+    for (const pool of Object.values(this.pools)) endParkedAnchors(pool);
     await Promise.all([...Object.values(this.pools).map((p) => p.live.end({ timeout: 5 })), this.#probe.close()]);
   }
 }

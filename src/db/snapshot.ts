@@ -1,6 +1,7 @@
 import type postgres from "postgres";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { cutIfSilent, leaseConnection } from "./lease.ts";
+import { endTransaction, parkAnchor, takeParkedAnchor } from "./parked-anchors.ts";
 import type { StatementTelemetry } from "../observability/telemetry.ts";
 import type { Member } from "./member.ts";
 import { importSnapshot, sendFramed, type Sql, type StatementRun, transactionFrame } from "./statement.ts";
@@ -143,6 +144,9 @@ export class RequestSnapshot {
     try {
       // Sent at once, behind the anchor's begin and export when it is the request's first: no round trip is waited.
       return await sendFramed(anchor.connection, [], run, []);
+    } catch (err) {
+      anchor.sound = false;
+      throw err;
     } finally {
       anchor.busy--;
     }
@@ -181,6 +185,8 @@ interface Anchor {
   opened: Promise<string | undefined>;
   /** Statements sent on the anchor and not yet answered. */
   busy: number;
+  /** No statement failed on the anchor: its connection may serve the next request (see parkAnchor). */
+  sound: boolean;
   /** Set once close() has run: nothing more may be sent on the connection, which goes back to its pool. */
   closing: boolean;
   /** Ends the transaction (once, after whatever the anchor still runs), then gives the connection and its permit back. */
@@ -198,40 +204,57 @@ const parallelReadsWhileInUse = 0.25;
 async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member, reads: SnapshotReads, onFreed: (heldMs: number) => void): Promise<Anchor> {
   const pool = member.pools.prepared;
   const release = await pool.gate.acquire(stop, urgent);
+  const parked = takeParkedAnchor(pool);
   let connection: postgres.ReservedSql;
-  try {
-    connection = await leaseConnection(pool, stop);
-  } catch (err) {
-    release();
-    throw err;
+  if (parked !== undefined) connection = parked;
+  else {
+    try {
+      connection = await leaseConnection(pool, stop);
+    } catch (err) {
+      release();
+      throw err;
+    }
   }
   const begun = performance.now();
+  // The previous request's transaction ends in the write that begins this one's; should the connection fail, the
+  // begin reports it.
+  if (parked !== undefined) connection.unsafe(transactionFrame.commit).execute().catch(() => {});
   const begin = connection.unsafe(transactionFrame.beginSnapshot).execute();
   const exported = reads === "parallel" && !member.sharedSession && pool.gate.inUse <= pool.gate.capacity * parallelReadsWhileInUse;
   const exporting = exported ? (connection as Sql).unsafe<{ id: string }[]>(transactionFrame.exportSnapshot).execute() : undefined;
   const opened = Promise.all([begin, exporting]).then(([, rows]) => rows?.[0]?.id);
+  let open = false;
   const anchor: Anchor = {
     connection,
     exported,
     opened,
     busy: 0,
+    sound: true,
     closing: false,
     close: () => {
       if (anchor.closing) return;
       anchor.closing = true;
+      if (open && anchor.sound && anchor.busy === 0 && !member.sharedSession) {
+        parkAnchor(pool, connection);
+        release();
+        onFreed(performance.now() - begun);
+        return;
+      }
       const free = () => {
         connection.release();
         release();
         onFreed(performance.now() - begun);
       };
       // After a failed opening this ends the aborted transaction all the same.
-      const committed = connection.unsafe(transactionFrame.commit).execute();
-      committed.then(free, free);
-      // Whatever the anchor still runs has its statement timeout; past that, the connection is gone.
-      cutIfSilent(connection, committed, pool.bounds.answerMs);
+      endTransaction(pool, connection, free);
     },
   };
-  opened.catch(() => anchor.close());
+  opened.then(
+    () => {
+      open = true;
+    },
+    () => anchor.close(),
+  );
   return anchor;
 }
 
