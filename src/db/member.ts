@@ -99,6 +99,11 @@ export class Member {
           default_transaction_read_only: true,
           statement_timeout: options.statementTimeoutMs,
           idle_in_transaction_session_timeout: options.snapshotIdleMs,
+          // No parallel workers: a Gather starts worker processes for the statement, which on the 2M bench index
+          // made a 100-trace page's custom-planned transactions and messages statements take 43 and 81 ms where
+          // they take 15 and 22 without (EXPLAIN ANALYZE, 2 cores); an API's index-driven pages never need them.
+          // A string: postgres.js leaves out a startup parameter whose value is 0.
+          max_parallel_workers_per_gather: "0",
         },
       });
     // A shared session has one unnamed statement and one unnamed portal for all connections: statements from two
