@@ -38,8 +38,7 @@ export function parkAnchor(pool: Pool, connection: postgres.ReservedSql): void {
     connection,
     timer: setTimeout(() => {
       list.splice(list.indexOf(entry), 1);
-      const free = () => connection.release();
-      endTransaction(pool, connection, free);
+      endTransaction(pool, connection, () => connection.release());
     }, parkedAnchorMs),
   };
   list.push(entry);

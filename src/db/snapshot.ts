@@ -234,19 +234,20 @@ async function openAnchor(stop: AbortSignal, urgent: boolean, member: Member, re
     close: () => {
       if (anchor.closing) return;
       anchor.closing = true;
-      if (open && anchor.sound && anchor.busy === 0 && !member.sharedSession) {
-        parkAnchor(pool, connection);
-        release();
-        onFreed(performance.now() - begun);
-        return;
-      }
       const free = () => {
-        connection.release();
         release();
         onFreed(performance.now() - begun);
       };
+      if (open && anchor.sound && anchor.busy === 0 && !member.sharedSession) {
+        parkAnchor(pool, connection);
+        free();
+        return;
+      }
       // After a failed opening this ends the aborted transaction all the same.
-      endTransaction(pool, connection, free);
+      endTransaction(pool, connection, () => {
+        connection.release();
+        free();
+      });
     },
   };
   opened.then(
