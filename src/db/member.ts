@@ -160,6 +160,8 @@ export class Member {
       // A connection that lost its peer without a word (a black hole) would stay checked out for good: drop them all.
       onDown: () => {
         for (const p of Object.values(this.pools)) {
+          // Parked anchors are connections of the pool being dropped: the next request must not take one.
+          endParkedAnchors(p);
           void p.live.end({ timeout: 0 });
           p.live = p.open();
         }
