@@ -5,6 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadDemoDataset } from "../src/demo/dataset.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
+import { brotliWindowBytes } from "./support/brotli-window.ts";
 import { decodedBody, rawRequest, rawRequestHttp2, type RawResponse } from "./support/raw-http.ts";
 import { startTestServer, type TestServer } from "./support/server.ts";
 
@@ -95,6 +96,12 @@ describe("REST compression", () => {
       expect(decodedBody(coded).equals(identity.body)).toBe(true);
       expect(coded.body.length).toBeLessThan(identity.body.length / 3);
     }
+  });
+
+  it("codes br with a window of 256 KB, not brotli's 4 MB: the memory of a compressor follows the chunk, not the page", async () => {
+    const coded = await rawRequest(server.baseUrl, largePage, { "accept-encoding": "br" });
+    expect(coded.body.length).toBeGreaterThan(0);
+    expect(brotliWindowBytes(coded.body)).toBe(256 * 1024);
   });
 
   it("codes answers over HTTP/2 as well", async () => {

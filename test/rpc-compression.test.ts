@@ -1,6 +1,7 @@
 import { brotliCompressSync, brotliDecompressSync, constants, gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { brotliQuality } from "../src/rest/compression.ts";
+import { brotliParams } from "../src/rest/compression.ts";
+import { brotliWindowBytes } from "./support/brotli-window.ts";
 import { rpcCompressions } from "../src/server/rpc-door.ts";
 
 // The RPC doors compress responses at the REST door's levels: at connect-node's defaults, brotli (quality 11) cost
@@ -9,13 +10,13 @@ import { rpcCompressions } from "../src/server/rpc-door.ts";
 const json = Buffer.from(JSON.stringify(Array.from({ length: 2000 }, (_, i) => ({ i, hash: `hash-${i * 7919}`, text: "x".repeat(i % 50) }))));
 
 describe("RPC response compression", () => {
-  it("codes brotli at the REST door's quality, not brotli's default of 11", async () => {
+  it("codes brotli at the REST door's quality and window, not brotli's defaults (11, 4 MB)", async () => {
     const br = rpcCompressions.find((c) => c.name === "br");
     const coded = Buffer.from(await (br as NonNullable<typeof br>).compress(json));
-    const atQuality = (quality: number) =>
-      brotliCompressSync(json, { params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT } });
-    expect(coded.equals(atQuality(brotliQuality))).toBe(true);
+    expect(coded.equals(brotliCompressSync(json, { params: brotliParams }))).toBe(true);
+    expect(brotliParams[constants.BROTLI_PARAM_QUALITY]).toBeLessThan(11);
     expect(coded.equals(brotliCompressSync(json))).toBe(false);
+    expect(brotliWindowBytes(coded)).toBe(256 * 1024);
     expect(brotliDecompressSync(coded).equals(json)).toBe(true);
   });
 

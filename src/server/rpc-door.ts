@@ -16,11 +16,11 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import http2 from "node:http2";
 import { promisify } from "node:util";
-import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib";
+import { brotliCompress, gzip } from "node:zlib";
 import type { Compression } from "@connectrpc/connect/protocol";
 import { log } from "../runtime/log.ts";
 import { answerDelivery, type AnswerDelivery } from "../service/answer-delivery.ts";
-import { brotliQuality, gzipLevel } from "../rest/compression.ts";
+import { brotliParams, gzipLevel } from "../rest/compression.ts";
 import { grpcCodeName, nameRequest, type Door } from "../observability/request-context.ts";
 import type { HttpHandler, HttpResponse } from "./single-port.ts";
 
@@ -393,7 +393,7 @@ const brotli = promisify(brotliCompress);
 const gzipped = promisify(gzip);
 
 /**
- * connect-node's gzip and brotli at the REST door's levels. Its own compress at zlib's defaults: brotli quality 11
+ * connect-node's gzip and brotli at the REST door's levels and window. Its own compress at zlib's defaults: brotli quality 11
  * cost 1.7 s of server CPU for one 100-trace page, which any client could ask for with `grpc-accept-encoding: br`.
  * Decompression (of request bodies) is connect-node's, with its size bound.
  */
@@ -404,7 +404,6 @@ export const rpcCompressions: Compression[] = [
   },
   {
     ...compressionBrotli,
-    compress: async (bytes) =>
-      new Uint8Array(await brotli(bytes, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: brotliQuality, [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT } })),
+    compress: async (bytes) => new Uint8Array(await brotli(bytes, { params: brotliParams })),
   },
 ];
