@@ -75,10 +75,12 @@ export const gzipLevel = 4;
 /**
  * Brotli at quality 4 (above), in text mode, with a window of 256 KB (lgwin 18) where brotli's default is 4 MB: the
  * window is what the encoder keeps of the text behind it, so with the default each coded answer held 3.2 MB of native
- * memory for as long as it was being sent (1.55 MB at 18; gzip's is 0.6 MB), 16 streams at once 50 MB, and the bench's
- * peak RSS was reached in its br runs. The decoder holds as much, in every client. Measured on the bench's hot
- * account: the 100-trace page (1.6 MB) codes to 11.4% of its size instead of 10.8%, the 1000-trace page (20 MB) to
- * 11.2% instead of 10.1%, for the same CPU (lgwin 16 would cost another 1% for 0.35 MB less).
+ * memory for as long as it was being sent (1.55 MB at 18; gzip's is 0.6 MB), and the decoder holds as much in every
+ * client. Node reports a compressor's memory to V8 as external memory, which starts full collections of its own: on
+ * the bench's hot 100-trace page over REST at c=16, alternated, 133 full collections in 20 s against 70 (each begun
+ * at a 35-37 MB heap, below the old generation's limit), 55.8 against 40.6 ms of server CPU and 21.3 against 26.2
+ * pages per second; sixteen 4 MB windows also thrashed the cache. The coded page is 11.4% of its JSON instead of
+ * 10.8% (the 1000-trace page, 20 MB: 11.2% instead of 10.1%); lgwin 16 cost another 1% of size for no more speed.
  */
 export const brotliParams: Readonly<Record<number, number>> = {
   [constants.BROTLI_PARAM_QUALITY]: 4,
