@@ -77,10 +77,10 @@ export const gzipLevel = 4;
  * window is what the encoder keeps of the text behind it, so with the default each coded answer held 3.2 MB of native
  * memory for as long as it was being sent (1.55 MB at 18; gzip's is 0.6 MB), and the decoder holds as much in every
  * client. Node reports a compressor's memory to V8 as external memory, which starts full collections of its own: on
- * the bench's hot 100-trace page over REST at c=16, alternated, 133 full collections in 20 s against 70 (each begun
- * at a 35-37 MB heap, below the old generation's limit), 55.8 against 40.6 ms of server CPU and 21.3 against 26.2
- * pages per second; sixteen 4 MB windows also thrashed the cache. The coded page is 11.4% of its JSON instead of
- * 10.8% (the 1000-trace page, 20 MB: 11.2% instead of 10.1%); lgwin 16 cost another 1% of size for no more speed.
+ * the bench's hot 100-trace page over REST at c=16, alternated, 133 full collections in 20 s against 70 (each at a
+ * 35-37 MB heap, where the uncompressed page's come at 44-55 MB), 55.8 against 40.6 ms of server CPU, 21.3 against
+ * 26.2 pages per second. The coded page is 11.4% of its JSON instead of 10.8% (the 1000-trace page, 20 MB: 11.2%
+ * instead of 10.1%); lgwin 16 cost another 1% of size for no more speed.
  */
 export const brotliParams: Readonly<Record<number, number>> = {
   [constants.BROTLI_PARAM_QUALITY]: 4,
