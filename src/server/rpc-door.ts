@@ -393,9 +393,9 @@ const brotli = promisify(brotliCompress);
 const gzipped = promisify(gzip);
 
 /**
- * connect-node's gzip and brotli at the REST door's levels and window. Its own compress at zlib's defaults: brotli quality 11
- * cost 1.7 s of server CPU for one 100-trace page, which any client could ask for with `grpc-accept-encoding: br`.
- * Decompression (of request bodies) is connect-node's, with its size bound.
+ * connect-node's gzip and brotli at the REST door's levels and window. Its own compress at zlib's defaults: brotli
+ * quality 11 cost 1.7 s of server CPU for one 100-trace page, which any client could ask for with
+ * `grpc-accept-encoding: br`. Decompression (of request bodies) is connect-node's, with its size bound.
  */
 export const rpcCompressions: Compression[] = [
   {
