@@ -259,9 +259,13 @@ function buildOnce(): void {
   built = true;
 }
 
-export async function startServer(databaseUrl: string, env: Record<string, string>, nodeArgs: string[]): Promise<ServerProcess> {
+/**
+ * Starts the server under test: this checkout's build, or `entry` (another checkout's bench/server-process.js, for
+ * comparing builds, see ab.ts), run as `npm start` runs the service.
+ */
+export async function startServer(databaseUrl: string, env: Record<string, string>, nodeArgs: string[], entry?: string): Promise<ServerProcess> {
   const launch = serviceLaunch();
-  const child: ChildProcess = spawn(process.execPath, [...launch.nodeFlags, ...nodeArgs, launch.entry], {
+  const child: ChildProcess = spawn(process.execPath, [...launch.nodeFlags, ...nodeArgs, entry ?? launch.entry], {
     env: { ...process.env, ...launch.env, ...env, DATABASE_URL: databaseUrl, BENCH_PARENT_PIPE: "1" },
     stdio: ["pipe", "pipe", "pipe"],
   });
