@@ -91,6 +91,28 @@ describe("the bench's targets", () => {
     expect(late).toMatch(/server CPU 40\.0 ms\/req, its event loop 31\.0 ms on a core and 1\.50 ms waiting for one/);
   });
 
+  it("turns each throughput failure into the CPU the server could have spent, given what PostgreSQL and the load generator spent", () => {
+    const floor = (caseId: string) => run("floor", 16, { rps: 100 }, { server: 0, postgres: 20, bench: 8 }, caseId);
+    const runs = [
+      floor("traces.a"),
+      // 56 ms per request in all against the floor's 28: half the rate, as measured.
+      run("rest", 16, { rps: 50 }, { server: 22, postgres: 24, bench: 10 }, "traces.a"),
+      floor("traces.b"),
+      run("rest", 16, { rps: 90 }, { server: 2, postgres: 20, bench: 28 / 0.9 - 22 }, "traces.b"),
+      floor("traces.c"),
+      // PostgreSQL and the load generator alone spend 50 ms, more than the 35 ms ×0.8 allows.
+      run("rest", 16, { rps: 40 }, { server: 5, postgres: 40, bench: 10 }, "traces.c"),
+    ];
+    const throughput = target(evaluate([page("traces.a"), page("traces.b"), page("traces.c")], runs), "throughput");
+    expect(throughput.pass).toBe(false);
+    expect(throughput.detail).toBe(
+      "1/3 hold; worst traces.c rest ×0.40 of the floor's req/s (50 % outside the bound); the rates follow the CPU per request (a run's rate over its floor's, measured, over what their CPU per request predicts: median ×1.00, ×0.79-1.00 from the 10th to the 90th percentile of 3 runs); 1 of the 2 failing would fail with a server that spent no CPU",
+    );
+    const [a, c] = throughput.failures;
+    expect(a).toMatch(/×0\.8 allows 35\.0 ms of CPU per request in all, where this run's PostgreSQL 24\.0 ms and load generator 10\.0 ms leave the server 1\.00 ms \(it spent 22\.0, ×22\.00 of that\)$/);
+    expect(c).toMatch(/where this run's PostgreSQL 40\.0 ms and load generator 10\.0 ms leave the server nothing: no server reaches it in this run$/);
+  });
+
   it("holds the throughput target with its margin when every case reaches 0.8× its floor", () => {
     const runs = [run("floor", 16, { rps: 100 }, {}, "adjacentTransactions"), run("rest", 16, { rps: 92 }, {}, "adjacentTransactions")];
     const throughput = target(evaluate([page("adjacentTransactions", "adjacentTransactions")], runs), "throughput");
