@@ -14,7 +14,7 @@
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
 import postgres from "postgres";
-import { allProtocols, type Protocol } from "./args.ts";
+import { allProtocols, defaultDatabaseUrl, type Protocol } from "./args.ts";
 import { buildCases, readDataset } from "./cases.ts";
 import { createProtocolClient } from "./clients.ts";
 import { runLoad } from "./load.ts";
@@ -120,7 +120,7 @@ export function pairedRatios(first: readonly Window[], other: readonly Window[])
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
-      "database-url": { type: "string", default: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench" },
+      "database-url": { type: "string", default: defaultDatabaseUrl },
       case: { type: "string" },
       protocol: { type: "string", default: "rest" },
       concurrency: { type: "string", default: "16" },

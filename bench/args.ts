@@ -1,6 +1,9 @@
 import { parseArgs } from "node:util";
 
 export const allProtocols = ["rest", "connect", "grpc", "grpc-web"] as const;
+
+/** The index every bench tool reads unless told otherwise: `$DATABASE_URL`, else the generator's default database. */
+export const defaultDatabaseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench";
 export type Protocol = (typeof allProtocols)[number];
 
 export interface BenchOptions {
@@ -152,7 +155,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     serverEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return {
-    databaseUrl: values["database-url"] ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench",
+    databaseUrl: values["database-url"] ?? defaultDatabaseUrl,
     durationMs: wholeNumber(values["duration-ms"] ?? (quick ? "1000" : "2500"), "--duration-ms"),
     warmupMs: wholeNumber(values["warmup-ms"] ?? (quick ? "200" : "500"), "--warmup-ms"),
     maxRequests: wholeNumber(values["max-requests"] ?? "0", "--max-requests"),

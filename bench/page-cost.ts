@@ -24,10 +24,11 @@ import { TracesJsonEncoder } from "../src/encode/v3-json/traces.ts";
 import { streamTraces, type TraceSink } from "../src/handlers/traces.ts";
 import { loadConfig } from "../src/runtime/config.ts";
 import { hotAccount } from "./cases.ts";
+import { defaultDatabaseUrl } from "./args.ts";
 
 const { values } = parseArgs({
   options: {
-    "database-url": { type: "string", default: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench" },
+    "database-url": { type: "string", default: defaultDatabaseUrl },
     account: { type: "string" },
     limit: { type: "string", default: "100" },
     pages: { type: "string", default: "40" },

@@ -14,10 +14,11 @@ import { registerHooks } from "node:module";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
+import { defaultDatabaseUrl } from "./args.ts";
 
 const { values } = parseArgs({
   options: {
-    "database-url": { type: "string", default: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/tonquery_bench" },
+    "database-url": { type: "string", default: defaultDatabaseUrl },
     pages: { type: "string", default: "3" },
     limit: { type: "string", default: "100" },
     seconds: { type: "string", default: "3" },
