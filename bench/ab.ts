@@ -5,7 +5,7 @@
 // changes measured and left in the README were compared this way, and only a difference well above the spread of
 // one variant's own windows counts.
 //
-//   node bench/ab.ts --case traces.hot.l100 --protocol rest --concurrency 16 \
+//   npm run bench:ab -- --case traces.hot.l100 --protocol rest --concurrency 16 \
 //     --variant main --variant pool4=DB_POOL_SIZE=4 --variant nomaglev=--no-maglev --variant base=@../base
 //
 // A variant is NAME or NAME=SPEC, SPEC a comma-separated list of VAR=value (environment), --flag (a Node flag) and
@@ -50,6 +50,13 @@ export function parseVariant(text: string): Variant {
 export function alternation(variants: number, rounds: number): number[][] {
   const order = Array.from({ length: variants }, (_, index) => index);
   return Array.from({ length: rounds }, (_, round) => (round % 2 === 0 ? order : [...order].reverse()));
+}
+
+/** The middle of sorted values (the mean of the two middle ones for an even count); NaN for none. */
+export function median(sorted: readonly number[]): number {
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
 export interface Window {
@@ -97,7 +104,7 @@ export function summarise(windows: readonly Window[]): VariantSummary {
     windowRange: [Math.min(...rates), Math.max(...rates)],
     serverCpuMsPerRequest: per(serverCpuMs),
     postgresCpuMsPerRequest: per(postgresCpuMs),
-    p50Ms: p50s.length === 0 ? Number.NaN : (p50s[Math.floor((p50s.length - 1) / 2)] as number),
+    p50Ms: median(p50s),
     requests,
     errors,
   };
@@ -133,7 +140,7 @@ async function main(): Promise<number> {
   const variants = (values.variant ?? []).map(parseVariant);
   if (values.help || values.case === undefined || variants.length < 2) {
     process.stdout.write(
-      "node bench/ab.ts --case ID --variant NAME[=SPEC] --variant NAME[=SPEC] [...] [--protocol rest] [--concurrency 16] [--window-ms 2500] [--rounds 6] [--database-url URL]\n",
+      "npm run bench:ab -- --case ID --variant NAME[=SPEC] --variant NAME[=SPEC] [...] [--protocol rest] [--concurrency 16] [--window-ms 2500] [--rounds 6] [--database-url URL]\n",
     );
     return values.help ? 0 : 2;
   }
@@ -188,7 +195,7 @@ async function main(): Promise<number> {
       const relative =
         index === 0 || ratios.length === 0
           ? ""
-          : `  (req/s vs ${variants[0]?.name}: ${percent(ratios[Math.floor((ratios.length - 1) / 2)])} per round, from ${percent(ratios[0])} to ${percent(ratios[ratios.length - 1])})`;
+          : `  (req/s vs ${variants[0]?.name}: ${percent(median(ratios))} per round, from ${percent(ratios[0])} to ${percent(ratios[ratios.length - 1])})`;
       process.stdout.write(
         `${v.name.padEnd(12)} ${s.requestsPerSecond.toFixed(1).padStart(8)} req/s [${s.windowRange.map((r) => r.toFixed(1)).join("-")}]  server ${s.serverCpuMsPerRequest.toFixed(2)} ms/req  PostgreSQL ${s.postgresCpuMsPerRequest.toFixed(2)} ms/req  p50 ${s.p50Ms.toFixed(1)} ms  n=${s.requests}${s.errors > 0 ? `  failed ${s.errors}` : ""}${relative}\n`,
       );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { alternation, pairedRatios, parseVariant, summarise, type Window } from "../bench/ab.ts";
+import { alternation, median, pairedRatios, parseVariant, summarise, type Window } from "../bench/ab.ts";
 
 describe("bench/ab.ts", () => {
   it("reads a variant's settings, Node flags and checkout", () => {
@@ -38,5 +38,11 @@ describe("bench/ab.ts", () => {
     // The machine slowed down by half in the second round: each round's ratio still says +10 %, +20 %, 0 %.
     expect(pairedRatios([w(100), w(50), w(80)], [w(110), w(60), w(80)]).map((r) => Number(r.toFixed(3)))).toEqual([1, 1.1, 1.2]);
     expect(pairedRatios([w(0)], [w(10)])).toEqual([]);
+  });
+
+  it("takes the middle of an even count as the mean of the two middle values", () => {
+    expect(median([1, 2, 4])).toBe(2);
+    expect(median([0.8, 1.0])).toBeCloseTo(0.9, 10);
+    expect(median([])).toBeNaN();
   });
 });
