@@ -13,12 +13,11 @@
 
 import { parseArgs } from "node:util";
 import { resolve } from "node:path";
-import postgres from "postgres";
 import { allProtocols, defaultDatabaseUrl, type Protocol } from "./args.ts";
 import { buildCases, readDataset } from "./cases.ts";
 import { createProtocolClient } from "./clients.ts";
 import { runLoad } from "./load.ts";
-import { cpuMeter, type ServerProcess, startServer } from "./monitor.ts";
+import { cpuMeter, databaseBackendPids, openMonitorSql, type ServerProcess, startServer } from "./monitor.ts";
 
 export interface Variant {
   name: string;
@@ -68,6 +67,9 @@ export interface Window {
   postgresCpuMs: number;
 }
 
+/** A window's completed requests per second. */
+const windowRate = (w: Window) => (w.elapsedMs > 0 ? (1000 * w.requests) / w.elapsedMs : 0);
+
 export interface VariantSummary {
   requestsPerSecond: number;
   /** The lowest and highest of the windows' own rates: the spread a difference must stand out of. */
@@ -94,7 +96,7 @@ export function summarise(windows: readonly Window[]): VariantSummary {
     elapsedMs += w.elapsedMs;
     serverCpuMs += w.serverCpuMs;
     postgresCpuMs += w.postgresCpuMs;
-    rates.push(w.elapsedMs > 0 ? (1000 * w.requests) / w.elapsedMs : 0);
+    rates.push(windowRate(w));
     p50s.push(w.p50Ms);
   }
   p50s.sort((a, b) => a - b);
@@ -115,11 +117,10 @@ export function summarise(windows: readonly Window[]): VariantSummary {
  * slower drift cancels out), sorted: the median is the comparison, the ends say how far one round can mislead.
  */
 export function pairedRatios(first: readonly Window[], other: readonly Window[]): number[] {
-  const rate = (w: Window) => (w.elapsedMs > 0 ? w.requests / w.elapsedMs : 0);
   const ratios: number[] = [];
   for (let round = 0; round < Math.min(first.length, other.length); round++) {
-    const base = rate(first[round] as Window);
-    if (base > 0) ratios.push(rate(other[round] as Window) / base);
+    const base = windowRate(first[round] as Window);
+    if (base > 0) ratios.push(windowRate(other[round] as Window) / base);
   }
   return ratios.sort((a, b) => a - b);
 }
@@ -150,7 +151,7 @@ async function main(): Promise<number> {
   const windowMs = Number(values["window-ms"]);
   const databaseUrl = values["database-url"] as string;
 
-  const monitorSql = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tonquery-bench-monitor" } });
+  const monitorSql = openMonitorSql(databaseUrl);
   const servers: ServerProcess[] = [];
   try {
     const benchCase = buildCases(await readDataset(monitorSql)).find((c) => c.id === values.case);
@@ -158,8 +159,6 @@ async function main(): Promise<number> {
     for (const v of variants) servers.push(await startServer(databaseUrl, v.env, v.nodeArgs, v.entry));
     const senders = servers.map((server) => createProtocolClient(protocol, "raw", server.port, concurrency));
     const sends = senders.map((client) => client.prepare(benchCase).send);
-    const backends = async () =>
-      new Set((await monitorSql<{ pid: string }[]>`select pid::text as pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid));
     const windows: Window[][] = variants.map(() => []);
     // The first round only warms every variant up.
     for (const [round, order] of alternation(variants.length, Number(values.rounds) + 1).entries()) {
@@ -175,7 +174,7 @@ async function main(): Promise<number> {
           onMeasured: (phase) => (phase === "start" ? meter.start() : meter.stop()),
         });
         if (round === 0) continue;
-        const spent = meter.spentMs(await backends());
+        const spent = meter.spentMs(new Set(await databaseBackendPids(monitorSql)));
         windows[index]?.push({
           requests: stats.n,
           errors: stats.errors + stats.deadlineExceeded,

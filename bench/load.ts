@@ -142,9 +142,9 @@ async function loop(send: Send, concurrency: number, phase: LoopPhase, intervalM
   return r;
 }
 
-function quantile(sorted: Float64Array, q: number): number {
+/** The q-quantile of sorted samples, by nearest rank (the smallest value with at least q of them at or below it). */
+export function quantile(sorted: ArrayLike<number>, q: number): number {
   if (sorted.length === 0) return Number.NaN;
-  // Nearest rank: the smallest value with at least q of the samples at or below it.
   const rank = Math.max(1, Math.ceil(q * sorted.length));
   return sorted[rank - 1] ?? Number.NaN;
 }

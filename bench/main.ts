@@ -13,7 +13,7 @@ import { createProtocolClient } from "./clients.ts";
 import { Explainer, type StatementPlans } from "./explain.ts";
 import { runLoad } from "./load.ts";
 import { buildMixedScenarios, describeMixedScenario, runMixedScenario } from "./mixed.ts";
-import { cpuMeter, machineCores, startServer, type ServerProcess } from "./monitor.ts";
+import { cpuMeter, databaseBackendPids, machineCores, openMonitorSql, startServer, type ServerProcess } from "./monitor.ts";
 import { perfFile, perfNodeFlags, perfRecorder, perfUnavailable } from "./perf-record.ts";
 import type { Send } from "./load.ts";
 import {
@@ -186,11 +186,10 @@ async function main(): Promise<number> {
   let endedPeakMb = 0;
   const crashes: BenchResult["server"]["crashes"] = [];
   const floorDb = openDatabase(databaseOptions(config, options.databaseUrl));
-  const monitorSql = postgres(options.databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tonquery-bench-monitor" } });
+  const monitorSql = openMonitorSql(options.databaseUrl);
   const probes: Probes = {
     server: undefined,
-    backends: async () =>
-      (await monitorSql<{ pid: string }[]>`select pid::text as pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).map((r) => r.pid),
+    backends: () => databaseBackendPids(monitorSql),
     async databaseIdle() {
       const deadline = Date.now() + 60_000;
       while (Date.now() < deadline) {

@@ -7,8 +7,20 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
+import postgres from "postgres";
 
 const clockTicks = 100; // USER_HZ on Linux
+
+/** The bench's own connection for watching the database (its sessions and their activity), named so as to be told apart. */
+export function openMonitorSql(databaseUrl: string): postgres.Sql {
+  return postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: "tonquery-bench-monitor" } });
+}
+
+/** pids of the PostgreSQL backends connected to the bench's database, the monitor's own left out: whose CPU a run counts. */
+export async function databaseBackendPids(monitorSql: postgres.Sql): Promise<string[]> {
+  const rows = await monitorSql<{ pid: string }[]>`select pid::text as pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`;
+  return rows.map((r) => r.pid);
+}
 
 export interface ServerProcess {
   pid: number;

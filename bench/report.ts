@@ -6,7 +6,7 @@ import type { BenchCase, DatasetFacts } from "./cases.ts";
 import type { CapturedStatement, ResponseSummary } from "./capture.ts";
 import type { StatementPlans } from "./explain.ts";
 import { answerCutStatus } from "./clients.ts";
-import type { LatencyStats } from "./load.ts";
+import { type LatencyStats, quantile } from "./load.ts";
 
 export type RunProtocol = Protocol | "floor";
 
@@ -237,8 +237,6 @@ function cpuFits(pairs: readonly { run: RunResult; floor: RunResult }[]): number
   return fits.sort((a, b) => a - b);
 }
 
-const sortedAt = (sorted: readonly number[], share: number) => sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] as number;
-
 /**
  * The server's event loop at the run's rate: what it spent on a core and waiting for one per request, and the share
  * of the run's time the two fill. Near 1 the one thread is the bottleneck; its waiting is time the cores went to
@@ -297,7 +295,7 @@ export function evaluateTargets(
     }
     const checked = pairs.length;
     const fits = cpuFits(pairs);
-    const fit = fits.length === 0 ? 1 : sortedAt(fits, 0.5);
+    const fit = fits.length === 0 ? 1 : quantile(fits, 0.5);
     let beyondAnyServer = 0;
     for (const { run: r, floor } of pairs) {
       const ratio = r.stats.rps / floor.stats.rps;
@@ -318,7 +316,7 @@ export function evaluateTargets(
     const cpuModel =
       fits.length === 0 || failures.length === 0
         ? ""
-        : `; the rates follow the CPU per request (a run's rate over its floor's, measured, over what their CPU per request predicts: median ×${fmt(fit, 2)}, ×${fmt(sortedAt(fits, 0.1), 2)}-${fmt(sortedAt(fits, 0.9), 2)} from the 10th to the 90th percentile of ${fits.length} runs); ${beyondAnyServer} of the ${failures.length} failing would fail with a server that spent no CPU`;
+        : `; the rates follow the CPU per request (a run's rate over its floor's, measured, over what their CPU per request predicts: median ×${fmt(fit, 2)}, ×${fmt(quantile(fits, 0.1), 2)}-${fmt(quantile(fits, 0.9), 2)} from the 10th to the 90th percentile of ${fits.length} runs); ${beyondAnyServer} of the ${failures.length} failing would fail with a server that spent no CPU`;
     targets.push({
       group: "issue25",
       name: `throughput ≥ ${targetsSpec.throughputOfFloor}× the SQL floor's at concurrency ${c16}, every trace, adjacentTransactions and getBlockTransactionsExt case`,
