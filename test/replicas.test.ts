@@ -123,20 +123,39 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     const before = await Promise.all([primary, replica1, replica2].map(statementsOn));
     const requestsBefore = [primary, replica1, replica2].map((n) => member(lenient, n).requests);
     const scrapedBefore = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(lenient, n)));
-    // The lenient server: how lag takes a replica out is tested below.
+    const failoversBefore = [replica1, replica2].map((n) => member(lenient, n).failovers);
+    // The lenient server: how lag takes a replica out is tested below. On a loaded machine a replica can drop out for
+    // a moment (a probe past its bound marks it down until the next one answers): a request sent meanwhile goes to the
+    // primary, as it should. Whether a replica was out is watched while each request runs (the server is in this
+    // process, so the watch runs between its steps).
+    const replicasServing = () => serving(lenient, replica1) && serving(lenient, replica2);
+    let replicaOut = false;
+    const watch = setInterval(() => {
+      if (!replicasServing()) replicaOut = true;
+    }, 1);
     const answers = [];
-    for (let i = 0; i < 30; i++) answers.push(await lenient.rest(paths[i % paths.length] as string));
+    let sentWhileReplicaOut = 0;
+    try {
+      for (let i = 0; i < 30; i++) {
+        replicaOut = !replicasServing();
+        answers.push(await lenient.rest(paths[i % paths.length] as string));
+        if (replicaOut || !replicasServing()) sentWhileReplicaOut++;
+      }
+    } finally {
+      clearInterval(watch);
+    }
     expect(answers.filter((a) => a.status !== 200)).toEqual([]);
 
     // What the replicas' own statistics say, not only the service's counters.
     const after = await Promise.all([primary, replica1, replica2].map(statementsOn));
     const ran = after.map((n, i) => n - (before[i] as number));
     const requests = [primary, replica1, replica2].map((n, i) => member(lenient, n).requests - (requestsBefore[i] as number));
-    // On a loaded machine a replica can drop out for a moment (a probe past its bound, a statement cancelled by
-    // replay): a request it had, or would have had, then goes to the primary, as it should (CI runs saw the primary run
-    // one request's 3 statements, twice). The primary runs what the service sent it and nothing else.
-    const routed = `requests per member ${JSON.stringify(requests)}, statements per member ${JSON.stringify(ran)}`;
-    expect(requests[0], routed).toBeLessThanOrEqual(2);
+    // The primary takes a request only while a replica is out, or when a replica failed under a request that had read
+    // from it (a statement cancelled by replay: the request goes on on the primary, counted as a failover). CI runs
+    // saw the primary take 1 to 3 of the 30. It runs what the service sent it and nothing else.
+    const failovers = [replica1, replica2].reduce((sum, n, i) => sum + member(lenient, n).failovers - (failoversBefore[i] as number), 0);
+    const routed = `requests per member ${JSON.stringify(requests)}, statements per member ${JSON.stringify(ran)}, ${sentWhileReplicaOut} requests sent while a replica was out, ${failovers} failovers`;
+    expect(requests[0], routed).toBeLessThanOrEqual(sentWhileReplicaOut + failovers);
     if (requests[0] === 0) expect(ran[0], routed).toBe(0);
     expect(ran[1]).toBeGreaterThanOrEqual(10);
     expect(ran[2]).toBeGreaterThanOrEqual(10);
