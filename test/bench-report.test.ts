@@ -106,11 +106,25 @@ describe("the bench's targets", () => {
     const throughput = target(evaluate([page("traces.a"), page("traces.b"), page("traces.c")], runs), "throughput");
     expect(throughput.pass).toBe(false);
     expect(throughput.detail).toBe(
-      "1/3 hold; worst traces.c rest ×0.40 of the floor's req/s (50 % outside the bound); the rates follow the CPU per request (a run's rate over its floor's, measured, over what their CPU per request predicts: median ×1.00, ×0.79-1.00 from the 10th to the 90th percentile of 3 runs); 1 of the 2 failing would fail with a server that spent no CPU",
+      "1/3 hold; worst traces.c rest ×0.40 of the floor's req/s (50 % outside the bound); the rates follow the CPU per request (a run's rate over its floor's, measured, over what their CPU per request predicts: median ×1.00, ×0.79-1.00 from the 10th to the 90th percentile of 3 runs); 1 of the 2 failing would fail with a server that spent no CPU, 1 more with one that spent only what the floor's client spends reading the rows with the same driver",
     );
     const [a, c] = throughput.failures;
-    expect(a).toMatch(/×0\.8 allows 35\.0 ms of CPU per request in all, where this run's PostgreSQL 24\.0 ms and load generator 10\.0 ms leave the server 1\.00 ms \(it spent 22\.0, ×22\.00 of that\)$/);
+    // 1 ms is left, and the floor's client alone spent 8 reading the rows the server must read too.
+    expect(a).toMatch(
+      /×0\.8 allows 35\.0 ms of CPU per request in all, where this run's PostgreSQL 24\.0 ms and load generator 10\.0 ms leave the server 1\.00 ms \(it spent 22\.0, ×22\.00 of that\), less than the floor's client spent reading the same rows \(8\.00 ms\): no server that reads them with this driver reaches it in this run$/,
+    );
     expect(c).toMatch(/where this run's PostgreSQL 40\.0 ms and load generator 10\.0 ms leave the server nothing: no server reaches it in this run$/);
+  });
+
+  it("leaves a budget above what reading the rows costs as the server's own to meet", () => {
+    // The rate is what the CPU predicts (22 against 32 ms per request: ×0.6875), so ×0.8 allows 27.5 ms in all.
+    const runs = [
+      run("floor", 16, { rps: 100 }, { server: 0, postgres: 20, bench: 2 }, "traces.d"),
+      run("rest", 16, { rps: 68.75 }, { server: 10, postgres: 20, bench: 2 }, "traces.d"),
+    ];
+    const throughput = target(evaluate([page("traces.d")], runs), "throughput");
+    expect(throughput.detail).toMatch(/; 0 of the 1 failing would fail with a server that spent no CPU, 0 more with one that spent only what the floor's client spends reading the rows with the same driver$/);
+    expect(throughput.failures[0]).toMatch(/leave the server 5\.50 ms \(it spent 10\.0, ×1\.82 of that\)$/);
   });
 
   it("holds the throughput target with its margin when every case reaches 0.8× its floor", () => {
