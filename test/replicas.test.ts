@@ -157,14 +157,17 @@ describe.skipIf(onPglite || unsupported !== undefined)("a primary with streaming
     const routed = `requests per member ${JSON.stringify(requests)}, statements per member ${JSON.stringify(ran)}, ${sentWhileReplicaOut} requests sent while a replica was out, ${failovers} failovers`;
     expect(requests[0], routed).toBeLessThanOrEqual(sentWhileReplicaOut + failovers);
     if (requests[0] === 0) expect(ran[0], routed).toBe(0);
-    expect(ran[1]).toBeGreaterThanOrEqual(10);
-    expect(ran[2]).toBeGreaterThanOrEqual(10);
-    expect((requests[1] as number) + (requests[2] as number)).toBeGreaterThanOrEqual(28);
-    expect(requests[1]).toBeGreaterThanOrEqual(10);
-    expect(requests[2]).toBeGreaterThanOrEqual(10);
+    // The requests sent while both replicas served are spread over the two (a third each at least: 10 of 30 on a
+    // quiet run); a CI run saw 5 of 30 go to the primary while a replica was out.
+    const spread = Math.floor((30 - sentWhileReplicaOut) / 3);
+    expect(ran[1], routed).toBeGreaterThanOrEqual(spread);
+    expect(ran[2], routed).toBeGreaterThanOrEqual(spread);
+    expect(requests[1], routed).toBeGreaterThanOrEqual(spread);
+    expect(requests[2], routed).toBeGreaterThanOrEqual(spread);
     expect(member(lenient, replica1).seqno).toBe(lastSeqno(answers[0]?.body));
 
-    // The same split as /metrics publishes it, per member.
+    // The same split as /metrics publishes it, per member, once both replicas serve again (see above).
+    await until(replicasServing, "replicas serving");
     const scraped = await Promise.all([primary, replica1, replica2].map((n) => memberMetrics(lenient, n)));
     expect(scraped.map((m) => m.role)).toEqual(["primary", "replica", "replica"]);
     expect(scraped[0]?.types).toEqual(["COUNTER", "GAUGE"]);
