@@ -1,5 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { log } from "../runtime/log.ts";
+import { countBodyBytes } from "./counted-responses.ts";
 import type { HttpHandler, HttpRequest, HttpResponse, UpgradeHandler } from "../server/single-port.ts";
 import type { Metrics } from "./metrics.ts";
 import { RequestRecord, requestIdOf, runInRequest } from "./request-context.ts";
@@ -136,19 +137,9 @@ function pathOf(req: { url?: string }): string {
 }
 
 /**
- * Counts the body bytes a response writes, whoever writes them (connect's adapter, the REST door, a compressing
- * writer): Node keeps no such count per response (HTTP/2 streams share their session's socket), and a
- * Content-Length is absent from gRPC and streamed answers.
- */
-function countBodyBytes(res: HttpResponse, record: RequestRecord): void {
-  watchWrites(res, (chunk, encoding) => {
-    record.bytes += byteLength(chunk, encoding);
-  });
-}
-
-/**
  * Calls `watch` with every chunk written to `target` (by `write` or `end`) before it is written; the function
- * returned lets the writes be as they were.
+ * returned lets the writes be as they were. Wrappers on the object itself, which give it a shape of its own (see
+ * counted-responses.ts): fit for an upgrade's socket, one per WebSocket session, not for every response.
  */
 function watchWrites(target: object, watch: (chunk: unknown, encoding: unknown) => void): () => void {
   const sink = target as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
@@ -165,12 +156,6 @@ function watchWrites(target: object, watch: (chunk: unknown, encoding: unknown) 
     sink.write = write;
     sink.end = end;
   };
-}
-
-function byteLength(chunk: unknown, encoding: unknown): number {
-  if (typeof chunk === "string") return Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
-  if (chunk instanceof Uint8Array) return chunk.byteLength;
-  return 0;
 }
 
 /** GET /metrics: the Prometheus text exposition. */

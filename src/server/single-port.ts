@@ -3,6 +3,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo } from "node:net";
+import { CountedHttp1Response, CountedHttp2Response } from "../observability/counted-responses.ts";
 import { log } from "../runtime/log.ts";
 
 // Node cannot serve HTTP/1.1 and cleartext HTTP/2 on one port by itself (http2's allowHTTP1 needs TLS),
@@ -82,6 +83,8 @@ export type UpgradeHandler = (req: http.IncomingMessage, socket: import("node:st
 
 export function createSinglePortServer(handler: HttpHandler, limits: ConnectionLimits, onUpgrade?: UpgradeHandler): SinglePortServer {
   const http1 = http.createServer({
+    // Responses that count their body bytes for the access log (see counted-responses.ts).
+    ServerResponse: CountedHttp1Response,
     // The HTTP/1.1 server never listens, but Node's own timeouts work on sockets handed to it once its
     // connection tracking runs (see below). Node's headersTimeout is the only way to bound the headers
     // of a keep-alive connection's second and later requests: the HTTP parser reads the socket in C++,
@@ -105,7 +108,7 @@ export function createSinglePortServer(handler: HttpHandler, limits: ConnectionL
   http1.emit("listening");
 
   // Large trace pages multiplexed on one gRPC connection exceed the 10 MB default session budget.
-  const h2 = http2.createServer({ maxSessionMemory: 128 });
+  const h2 = http2.createServer({ maxSessionMemory: 128, Http2ServerResponse: CountedHttp2Response });
 
   const connections = new Map<net.Socket, Connection>();
   // Connections that may be closed to make room for a new one at the cap, in the order they are closed.
