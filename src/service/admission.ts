@@ -89,28 +89,33 @@ export class Admission {
     const deadline = request.timeoutMs === undefined ? undefined : this.#now() + request.timeoutMs;
     let held = await this.#acquire(signal, { ticket, kind, count, deadline, timeoutMs: request.timeoutMs });
     let keptUntil: Promise<unknown> | undefined;
-    const slots: HeldSlots = {
-      get light() {
-        return held.count <= 1;
-      },
+    // `light` is a field kept in step with `held`, not a getter: a literal with a getter before other members becomes
+    // a dictionary in V8, a shape of its own per request that every full collection let die, and with it the
+    // optimised code that had met one (see test/admission.test.ts).
+    const slots: { light: boolean } & Omit<HeldSlots, "light"> = {
+      light: held.count <= 1,
       resize: async (newWeight) => {
         const wanted = this.#slotsFor(newWeight);
         if (wanted <= held.count) {
           const released = held.count - wanted;
           const releasedWork = held.count > 0 ? (held.expectedWork * released) / held.count : 0;
           this.#release({ ...held, count: released, expectedWork: releasedWork }, false);
-          held = { ...held, count: wanted, expectedWork: held.expectedWork - releasedWork };
+          hold({ ...held, count: wanted, expectedWork: held.expectedWork - releasedWork });
           return;
         }
         // Holding some slots while waiting for more could deadlock two growing requests: give all back and queue
         // again for the whole weight, at this request's place in line, never shed (it was admitted).
         this.#release(held, false);
-        held = { lane: "shared", count: 0, kind, since: this.#now(), expectedWork: 0 };
-        held = await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined });
+        hold({ lane: "shared", count: 0, kind, since: this.#now(), expectedWork: 0 });
+        hold(await this.#acquire(signal, { ticket, kind, count: wanted, deadline: undefined, timeoutMs: undefined }));
       },
       keepUntil: (released) => {
         keptUntil = released;
       },
+    };
+    const hold = (next: Held) => {
+      held = next;
+      slots.light = next.count <= 1;
     };
     const release = () => this.#release(held, true);
     const done = work(slots).then(
