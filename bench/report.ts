@@ -306,13 +306,14 @@ export function evaluateTargets(
         // The floor's client reads the same rows with the same driver and does nothing else with them: a server that
         // must read them at least as the floor does cannot spend less.
         const readingTheRowsMs = floor.cpuPerRequestMs.bench;
+        const belowReadingTheRows = budget.serverMs > 0 && budget.serverMs < readingTheRowsMs;
         if (budget.serverMs <= 0) beyondAnyServer++;
-        else if (budget.serverMs < readingTheRowsMs) beyondReadingTheRows++;
+        else if (belowReadingTheRows) beyondReadingTheRows++;
         const left =
           budget.serverMs <= 0
             ? "leave the server nothing: no server reaches it in this run"
             : `leave the server ${ms(budget.serverMs)} ms (it spent ${ms(r.cpuPerRequestMs.server)}, ×${fmt(r.cpuPerRequestMs.server / budget.serverMs, 2)} of that)${
-                budget.serverMs < readingTheRowsMs
+                belowReadingTheRows
                   ? `, less than the floor's client spent reading the same rows (${ms(readingTheRowsMs)} ms): no server that reads them with this driver reaches it in this run`
                   : ""
               }`;

@@ -121,7 +121,7 @@ export class Admission {
     const done = work(slots).then(
       (result) => {
         // A light answer is small, and waiting behind heavy ones to be sent would hold up the light lane.
-        if (keptUntil === undefined || held.count <= 1) release();
+        if (keptUntil === undefined || slots.light) release();
         else this.#handOver(held, keptUntil, release);
         return result;
       },
