@@ -143,6 +143,47 @@ describe("MemoryRelease", () => {
     expect(off.releases).toEqual([]);
   });
 
+  it("trims malloc's heaps at the check after the collection, and records the two as one release", () => {
+    let ms = 0;
+    let resident = 300 * mb;
+    const steps: string[] = [];
+    const recorded: { trigger: string; seconds: number; bytes: number }[] = [];
+    const release = new MemoryRelease({
+      idleMs: 0,
+      softLimitBytes: 200 * mb,
+      now: () => ms,
+      residentBytes: () => resident,
+      release: () => {
+        steps.push(`collect at ${ms}`);
+        ms += 5;
+        resident = 250 * mb;
+      },
+      trim: () => {
+        steps.push(`trim at ${ms}`);
+        ms += 1;
+        resident = 180 * mb;
+      },
+      recorder: { memoryReleased: (trigger, seconds, bytes) => recorded.push({ trigger, seconds, bytes }) },
+    });
+    release.started();
+    ms = 250;
+    release.check();
+    // The collection alone: the trim waits for the collector's own thread to free the dead Buffers.
+    expect(steps).toEqual(["collect at 250"]);
+    expect(recorded).toEqual([]);
+    ms += 250;
+    release.check();
+    expect(steps).toEqual(["collect at 250", "trim at 505"]);
+    // Both pauses, and all they gave back (productive: the next may come a second after the trim).
+    expect(recorded).toEqual([{ trigger: "pressure", seconds: 0.006, bytes: 120 * mb }]);
+    resident = 300 * mb;
+    for (ms = 750; ms < 1506; ms += 250) release.check();
+    expect(steps).toHaveLength(2);
+    ms = 1506;
+    release.check();
+    expect(steps).toEqual(["collect at 250", "trim at 505", "collect at 1506"]);
+  });
+
   it("never releases when turned off", () => {
     const idle = idleRelease(0);
     idle.release.started();
