@@ -184,6 +184,84 @@ describe("MemoryRelease", () => {
     expect(steps).toEqual(["collect at 250", "trim at 505", "collect at 1506"]);
   });
 
+  it("under pressure, signals V8 and follows the collection it sets going to its end, then trims; idle, collects at once", () => {
+    let ms = 0;
+    let resident = 300 * mb;
+    const steps: string[] = [];
+    const recorded: { trigger: string; seconds: number; bytes: number }[] = [];
+    let collectionEnded = false;
+    let closed = 0;
+    const release = new MemoryRelease({
+      idleMs: 10_000,
+      softLimitBytes: 200 * mb,
+      now: () => ms,
+      residentBytes: () => resident,
+      release: () => {
+        steps.push(`collect at ${ms}`);
+        ms += 50;
+        resident = 150 * mb;
+      },
+      signalPressure: () => {
+        steps.push(`signal at ${ms}`);
+        return { ended: () => collectionEnded, pauseMs: () => (collectionEnded ? 30 : 4), close: () => void closed++ };
+      },
+      trim: () => {
+        steps.push(`trim at ${ms}`);
+        resident -= 20 * mb;
+      },
+      recorder: { memoryReleased: (trigger, seconds, bytes) => recorded.push({ trigger, seconds, bytes }) },
+    });
+    release.started();
+    ms = 250;
+    release.check();
+    // Under load: the signal, and no collection in the call.
+    expect(steps).toEqual(["signal at 250"]);
+    ms = 500;
+    release.check();
+    ms = 750;
+    release.check();
+    // V8 is still marking: nothing to trim yet, nothing recorded, and no second signal though still past the limit.
+    expect(steps).toEqual(["signal at 250"]);
+    expect(recorded).toEqual([]);
+    collectionEnded = true;
+    resident = 180 * mb;
+    ms = 1000;
+    release.check();
+    expect(closed).toBe(1);
+    // The trim at the check after the one that saw the collection end, for the Buffers freed after it.
+    expect(steps).toEqual(["signal at 250"]);
+    ms = 1250;
+    release.check();
+    expect(steps).toEqual(["signal at 250", "trim at 1250"]);
+    // One release: the collector's pauses for it, and all that the collection and the trim gave back.
+    expect(recorded).toEqual([{ trigger: "pressure", seconds: 0.03, bytes: 140 * mb }]);
+
+    // A signal V8 does not act on (marking off, say) is recorded as it stands after five seconds.
+    collectionEnded = false;
+    resident = 300 * mb;
+    ms = 5000;
+    release.check();
+    expect(steps.at(-1)).toBe("signal at 5000");
+    ms = 9750;
+    release.check();
+    expect(closed).toBe(1);
+    ms = 10_000;
+    release.check();
+    expect(closed).toBe(2);
+    ms = 10_250;
+    release.check();
+
+    // Idle: the collection done within the call.
+    release.ended();
+    ms = 30_000;
+    release.check();
+    ms = 30_250;
+    release.check();
+    expect(steps.slice(-4)).toEqual(["signal at 5000", "trim at 10250", "collect at 30000", "trim at 30250"]);
+    expect(recorded.map((r) => r.trigger)).toEqual(["pressure", "pressure", "idle"]);
+    release.close();
+  });
+
   it("never releases when turned off", () => {
     const idle = idleRelease(0);
     idle.release.started();

@@ -1,9 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { heapPressureSignalAvailable } from "../src/runtime/heap-pressure.ts";
 import { nativeHeapTrimAvailable } from "../src/runtime/native-heap.ts";
 
-// The addon is built by `npm ci` (native/build.ts) where a compiler and Node's headers are, as on CI's machines, which
-// must have it; elsewhere the service runs without it and these tests are skipped.
+// The addons are built by `npm ci` (native/build.ts) where a compiler and Node's headers are, as on CI's machines, which
+// must have them; elsewhere the service runs without them and these tests are skipped.
 const required = process.env.CI === "true" && process.platform === "linux";
 
 /**
@@ -42,5 +43,50 @@ describe("trimNativeHeap", () => {
     // ...until trimmed.
     expect(trimmed).toBe(true);
     expect(collected - afterTrim).toBeGreaterThan(20);
+  });
+});
+
+/**
+ * In a process of its own: a burst of young garbage with a window of it live, which leaves V8 holding emptied heap
+ * pages; then the signal, the heap's size right after the call, and after the collection it set going has ended.
+ */
+const burstThenSignal = `
+import { getHeapStatistics } from "node:v8";
+import { signalHeapPressure } from ${JSON.stringify(new URL("../src/runtime/heap-pressure.ts", import.meta.url).pathname)};
+const heapMb = () => getHeapStatistics().total_heap_size / 1048576;
+let window = [];
+for (let i = 0; i < 150; i++) {
+  window.push(Array.from({ length: 20000 }, (_, j) => ({ text: "value " + i + " " + j, j })));
+  if (window.length > 20) window.shift();
+}
+window = [];
+const before = heapMb();
+const collection = signalHeapPressure();
+const rightAfter = heapMb();
+// The requests of a server under load: a little work in each turn of the event loop.
+let turns = 0;
+while (!collection.ended() && turns < 2000) {
+  Array.from({ length: 200 }, (_, j) => ({ j }));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  turns++;
+}
+collection.close();
+console.log(JSON.stringify({ before, rightAfter, after: heapMb(), ended: collection.ended(), pauseMs: collection.pauseMs() }));
+`;
+
+describe("signalHeapPressure", () => {
+  it("is built where CI runs", () => {
+    if (required) expect(heapPressureSignalAvailable).toBe(true);
+  });
+
+  it.skipIf(!heapPressureSignalAvailable)("sets going a collection that ends after the call and gives back the pages a burst left empty", () => {
+    const output = execFileSync(process.execPath, ["--input-type=module", "-e", burstThenSignal], { encoding: "utf8" });
+    const { before, rightAfter, after, ended, pauseMs } = JSON.parse(output) as Record<string, number | boolean>;
+    // Nothing collected within the call (the last-resort collection would have given the pages back there)...
+    expect(Math.abs((rightAfter as number) - (before as number))).toBeLessThan(5);
+    // ...but by the collection that followed, whose pauses are counted.
+    expect(ended).toBe(true);
+    expect((before as number) - (after as number)).toBeGreaterThan(50);
+    expect(pauseMs).toBeGreaterThan(0);
   });
 });

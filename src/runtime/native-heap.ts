@@ -1,5 +1,4 @@
-import { createRequire } from "node:module";
-import { projectFile } from "./project-files.ts";
+import { loadNativeAddon } from "./native-addon.ts";
 
 // malloc's side of the memory the service gives back (src/runtime/memory-release.ts): glibc's malloc_trim, through
 // the project's addon (native/malloc-trim, built by `npm ci`; see native/build.ts for a machine that cannot build it).
@@ -10,12 +9,8 @@ interface MallocTrimAddon {
 }
 
 function loadAddon(): MallocTrimAddon | undefined {
-  try {
-    const addon = createRequire(import.meta.url)(projectFile("native/malloc-trim/build/Release/malloc_trim.node").pathname) as MallocTrimAddon;
-    return addon.glibc ? addon : undefined;
-  } catch {
-    return undefined;
-  }
+  const addon = loadNativeAddon<MallocTrimAddon>("malloc-trim");
+  return addon?.glibc === true ? addon : undefined;
 }
 
 const addon = loadAddon();
