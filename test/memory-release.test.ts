@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { HeapCollection } from "../src/runtime/heap-pressure.ts";
 import { MemoryRelease, releaseFreedHeapPages } from "../src/runtime/memory-release.ts";
 
 /**
@@ -38,6 +39,48 @@ function idleRelease(idleMs: number, pressure?: { softLimitBytes: number; pauseM
 }
 
 const mb = 1024 * 1024;
+
+/**
+ * A release past a 200 MB soft limit whose clock and resident set the test moves (`at`, from 0 ms and 300 MB), with
+ * its collection, trim and pressure signal noted in `steps` as they happen; `checkAt` moves the clock and checks.
+ */
+function steppedRelease(options: {
+  idleMs: number;
+  collect: (at: { ms: number; resident: number }) => void;
+  trim: (at: { ms: number; resident: number }) => void;
+  signalPressure?: () => HeapCollection;
+}) {
+  const at = { ms: 0, resident: 300 * mb };
+  const steps: string[] = [];
+  const recorded: { trigger: string; seconds: number; bytes: number }[] = [];
+  const { signalPressure } = options;
+  const release = new MemoryRelease({
+    idleMs: options.idleMs,
+    softLimitBytes: 200 * mb,
+    now: () => at.ms,
+    residentBytes: () => at.resident,
+    release: () => {
+      steps.push(`collect at ${at.ms}`);
+      options.collect(at);
+    },
+    trim: () => {
+      steps.push(`trim at ${at.ms}`);
+      options.trim(at);
+    },
+    signalPressure:
+      signalPressure &&
+      (() => {
+        steps.push(`signal at ${at.ms}`);
+        return signalPressure();
+      }),
+    recorder: { memoryReleased: (trigger, seconds, bytes) => recorded.push({ trigger, seconds, bytes }) },
+  });
+  const checkAt = (ms: number) => {
+    at.ms = ms;
+    release.check();
+  };
+  return { at, steps, recorded, checkAt, release };
+}
 
 describe("MemoryRelease", () => {
   it("releases once after the idle time that follows some work, never while a request is in flight", () => {
@@ -144,119 +187,82 @@ describe("MemoryRelease", () => {
   });
 
   it("trims malloc's heaps at the check after the collection, and records the two as one release", () => {
-    let ms = 0;
-    let resident = 300 * mb;
-    const steps: string[] = [];
-    const recorded: { trigger: string; seconds: number; bytes: number }[] = [];
-    const release = new MemoryRelease({
+    const { at, steps, recorded, checkAt, release } = steppedRelease({
       idleMs: 0,
-      softLimitBytes: 200 * mb,
-      now: () => ms,
-      residentBytes: () => resident,
-      release: () => {
-        steps.push(`collect at ${ms}`);
-        ms += 5;
-        resident = 250 * mb;
+      collect: (state) => {
+        state.ms += 5;
+        state.resident = 250 * mb;
       },
-      trim: () => {
-        steps.push(`trim at ${ms}`);
-        ms += 1;
-        resident = 180 * mb;
+      trim: (state) => {
+        state.ms += 1;
+        state.resident = 180 * mb;
       },
-      recorder: { memoryReleased: (trigger, seconds, bytes) => recorded.push({ trigger, seconds, bytes }) },
     });
     release.started();
-    ms = 250;
-    release.check();
+    checkAt(250);
     // The collection alone: the trim waits for the collector's own thread to free the dead Buffers.
     expect(steps).toEqual(["collect at 250"]);
     expect(recorded).toEqual([]);
-    ms += 250;
-    release.check();
+    checkAt(505);
     expect(steps).toEqual(["collect at 250", "trim at 505"]);
     // Both pauses, and all they gave back (productive: the next may come a second after the trim).
     expect(recorded).toEqual([{ trigger: "pressure", seconds: 0.006, bytes: 120 * mb }]);
-    resident = 300 * mb;
-    for (ms = 750; ms < 1506; ms += 250) release.check();
+    at.resident = 300 * mb;
+    for (let ms = 750; ms < 1506; ms += 250) checkAt(ms);
     expect(steps).toHaveLength(2);
-    ms = 1506;
-    release.check();
+    checkAt(1506);
     expect(steps).toEqual(["collect at 250", "trim at 505", "collect at 1506"]);
   });
 
   it("under pressure, signals V8 and follows the collection it sets going to its end, then trims; idle, collects at once", () => {
-    let ms = 0;
-    let resident = 300 * mb;
-    const steps: string[] = [];
-    const recorded: { trigger: string; seconds: number; bytes: number }[] = [];
     let collectionEnded = false;
     let closed = 0;
-    const release = new MemoryRelease({
+    const { at, steps, recorded, checkAt, release } = steppedRelease({
       idleMs: 10_000,
-      softLimitBytes: 200 * mb,
-      now: () => ms,
-      residentBytes: () => resident,
-      release: () => {
-        steps.push(`collect at ${ms}`);
-        ms += 50;
-        resident = 150 * mb;
+      collect: (state) => {
+        state.ms += 50;
+        state.resident = 150 * mb;
       },
-      signalPressure: () => {
-        steps.push(`signal at ${ms}`);
-        return { ended: () => collectionEnded, pauseMs: () => (collectionEnded ? 30 : 4), close: () => void closed++ };
+      signalPressure: () => ({ ended: () => collectionEnded, pauseMs: () => (collectionEnded ? 30 : 4), close: () => void closed++ }),
+      trim: (state) => {
+        state.resident -= 20 * mb;
       },
-      trim: () => {
-        steps.push(`trim at ${ms}`);
-        resident -= 20 * mb;
-      },
-      recorder: { memoryReleased: (trigger, seconds, bytes) => recorded.push({ trigger, seconds, bytes }) },
     });
     release.started();
-    ms = 250;
-    release.check();
+    checkAt(250);
     // Under load: the signal, and no collection in the call.
     expect(steps).toEqual(["signal at 250"]);
-    ms = 500;
-    release.check();
-    ms = 750;
-    release.check();
+    checkAt(500);
+    checkAt(750);
     // V8 is still marking: nothing to trim yet, nothing recorded, and no second signal though still past the limit.
     expect(steps).toEqual(["signal at 250"]);
     expect(recorded).toEqual([]);
     collectionEnded = true;
-    resident = 180 * mb;
-    ms = 1000;
-    release.check();
+    at.resident = 180 * mb;
+    checkAt(1000);
     expect(closed).toBe(1);
     // The trim at the check after the one that saw the collection end, for the Buffers freed after it.
     expect(steps).toEqual(["signal at 250"]);
-    ms = 1250;
-    release.check();
+    checkAt(1250);
     expect(steps).toEqual(["signal at 250", "trim at 1250"]);
     // One release: the collector's pauses for it, and all that the collection and the trim gave back.
     expect(recorded).toEqual([{ trigger: "pressure", seconds: 0.03, bytes: 140 * mb }]);
 
     // A signal V8 does not act on (marking off, say) is recorded as it stands after five seconds.
     collectionEnded = false;
-    resident = 300 * mb;
-    ms = 5000;
-    release.check();
+    at.resident = 300 * mb;
+    checkAt(5000);
     expect(steps.at(-1)).toBe("signal at 5000");
-    ms = 9750;
-    release.check();
+    checkAt(9750);
     expect(closed).toBe(1);
-    ms = 10_000;
-    release.check();
+    checkAt(10_000);
     expect(closed).toBe(2);
-    ms = 10_250;
-    release.check();
+    checkAt(10_250);
 
     // Idle: the collection done within the call.
     release.ended();
-    ms = 30_000;
-    release.check();
-    ms = 30_250;
-    release.check();
+    checkAt(30_000);
+    checkAt(30_250);
     expect(steps.slice(-4)).toEqual(["signal at 5000", "trim at 10250", "collect at 30000", "trim at 30250"]);
     expect(recorded.map((r) => r.trigger)).toEqual(["pressure", "pressure", "idle"]);
     release.close();
