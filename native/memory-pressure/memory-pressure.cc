@@ -2,9 +2,9 @@
 //
 // A release of the heap pages work left empty (src/runtime/memory-release.ts) can be had two ways. The `gc` function
 // of --expose-gc runs a "last resort" collection: two or more full atomic collections in one call, which stopped the
-// service's event loop for 61-110 ms per release amid the bench's heavy pages. Told of moderate memory pressure, V8
+// service's event loop for 85-125 ms per release amid the bench's heavy pages. Told of moderate memory pressure, V8
 // instead starts an incremental collection that reduces memory, marks beside the running code and stops it only to
-// finish (24-40 ms per release on the same pages), and gives back as much. Node has no API for the signal, and no
+// finish (26-45 ms per release on the same pages), and gives back as much. Node has no API for the signal, and no
 // package on the npm registry gives one, hence these lines.
 //
 // The signal is V8's C++ API, not Node-API: the addon is built against the headers of the Node that runs the build

@@ -3,8 +3,7 @@ import { loadNativeAddon } from "./native-addon.ts";
 
 // V8's memory-pressure signal (native/memory-pressure, built by `npm ci`), for the releases the service runs under load
 // (src/runtime/memory-release.ts): V8 collects incrementally, reducing memory, beside the requests in flight, where
-// the `gc` function's last-resort collection stops them for its whole length (bench's heavy pages: 24-40 ms per
-// release against 61-110, as much given back).
+// the `gc` function's last-resort collection stops them for its whole length (see the addon's source for the figures).
 
 interface MemoryPressureAddon {
   moderate(): void;

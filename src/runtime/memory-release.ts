@@ -20,6 +20,13 @@ const pressureMaxBackoff = 64;
 /** A collection set going by the pressure signal that has not ended after this long is recorded as it stands. */
 const signalledCollectionMaxMs = 5000;
 
+/** A release under pressure waiting for the collection the signal set going. */
+interface SignalledRelease {
+  rssBefore: number;
+  collection: HeapCollection;
+  startedAt: number;
+}
+
 /**
  * Gives the operating system back the memory work left the process holding: once the service has been idle for a
  * while, and, under load, whenever its resident set passes a soft limit.
@@ -43,7 +50,7 @@ const signalledCollectionMaxMs = 5000;
  *
  * Under load, where the addon for it is built, the collection is V8's own answer to a memory-pressure signal
  * (src/runtime/heap-pressure.ts) rather than the last-resort one: incremental, so that the requests in flight wait for
- * its final pause alone (24-40 ms per release amid the bench's heavy pages, against 61-110 ms), and it gives back as
+ * its final pause alone (26-45 ms per release amid the bench's heavy pages, against 85-125 ms), and it gives back as
  * much. It ends after the call, so the release follows it from check to check and trims at the check after it ends.
  * Idle, with nobody waiting, the last-resort collection stays: it goes further (several collections in a row).
  */
@@ -66,7 +73,7 @@ export class MemoryRelease {
   /** By how much the wait after a release under pressure is stretched: doubled by each that gave back little. */
   #pressureBackoff = 1;
   /** A release under pressure whose collection V8 is running. */
-  #signalled: { trigger: MemoryReleaseTrigger; rssBefore: number; collection: HeapCollection; startedAt: number } | undefined;
+  #signalled: SignalledRelease | undefined;
   /** A release whose collection has run and whose trim of malloc's heaps is due at the next check. */
   #awaitingTrim: { trigger: MemoryReleaseTrigger; rssBefore: number; pauseMs: number } | undefined;
 
@@ -136,7 +143,7 @@ export class MemoryRelease {
     const rssBefore = this.#residentBytes();
     const started = this.#now();
     if (trigger === "pressure" && this.#signalPressure !== undefined) {
-      this.#signalled = { trigger, rssBefore, collection: this.#signalPressure(), startedAt: started };
+      this.#signalled = { rssBefore, collection: this.#signalPressure(), startedAt: started };
       return;
     }
     this.#release();
@@ -144,12 +151,12 @@ export class MemoryRelease {
   }
 
   /** A signalled collection that has ended (or outlasted signalledCollectionMaxMs) is done: its trim follows. */
-  #followSignalled(signalled: { trigger: MemoryReleaseTrigger; rssBefore: number; collection: HeapCollection; startedAt: number }): void {
+  #followSignalled(signalled: SignalledRelease): void {
     const { collection } = signalled;
     if (!collection.ended() && this.#now() - signalled.startedAt < signalledCollectionMaxMs) return;
     this.#signalled = undefined;
     collection.close();
-    this.#collected(signalled.trigger, signalled.rssBefore, collection.pauseMs());
+    this.#collected("pressure", signalled.rssBefore, collection.pauseMs());
   }
 
   /** The collection has run: the trim at the next check, or, without one, the release is recorded now. */
