@@ -1,11 +1,12 @@
-import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { createHash } from "node:crypto";
 import http2 from "node:http2";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRecorder } from "../bench/capture.ts";
 import { Explainer, type StatementPlans } from "../bench/explain.ts";
-import { GetTracesRequestSchema, SortOrder, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
+import { GetTracesRequestSchema, GetTracesResponseSchema, SortOrder, TonQueryService } from "../gen/tonquery/v1/service_pb.ts";
 import { loadConfig } from "../src/runtime/config.ts";
 import { getTraces } from "../src/handlers/traces.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
@@ -151,6 +152,37 @@ describe("a request connect-node cannot read is INVALID_ARGUMENT", () => {
     const gzipHead = new Uint8Array([0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3]);
     const broken = await rawCall(server.baseUrl, protocol, "GetTraces", envelope(gzipHead, 1), { enveloped: true, headers: { "grpc-encoding": "gzip" } });
     expect(broken.code).toBe(Code.InvalidArgument);
+  });
+
+  // gRPC answers a unary call without connect's streaming pipeline (patches/@connectrpc+connect+*.patch), gRPC-web
+  // through it: both read the body's envelopes the same way, and fail the same way.
+  describe.each(["grpc", "grpc-web"] as const)("%s: a unary call's envelopes", (protocol) => {
+    const message = toBinary(GetTracesRequestSchema, create(GetTracesRequestSchema, { traceId: [late] }));
+    const call = (body: Uint8Array, headers: Record<string, string> = {}) => rawCall(server.baseUrl, protocol, "GetTraces", body, { enveloped: true, headers });
+
+    it.each([
+      ["no envelope", Buffer.alloc(0), Code.Unimplemented, "protocol error: missing input message for unary method"],
+      ["two envelopes", Buffer.concat([envelope(message), envelope(message)]), Code.Unimplemented, "protocol error: received extra input message for unary method"],
+      ["a cut envelope", envelope(message).subarray(0, 4), Code.InvalidArgument, "protocol error: incomplete envelope"],
+      ["a byte after the envelope", Buffer.concat([envelope(message), Buffer.from([0])]), Code.InvalidArgument, "protocol error: incomplete envelope"],
+    ])("%s: refused, with its reason", async (_what, body, code, reason) => {
+      expect(await call(body)).toMatchObject({ status: 200, code, message: reason });
+    });
+
+    it("the header's errors come first: an unknown compression, a malformed timeout", async () => {
+      expect(await call(envelope(message), { "grpc-encoding": "zstd" })).toMatchObject({ code: Code.Unimplemented, message: expect.stringMatching(/^unknown compression "zstd"/) });
+      expect(await call(Buffer.alloc(0), { "grpc-timeout": "5x" })).toMatchObject({ code: Code.InvalidArgument, message: "protocol error: invalid grpc timeout value: 5x" });
+    });
+
+    it("a compressed request is read and answered", async () => {
+      const answer = await call(envelope(gzipSync(message), 1), { "grpc-encoding": "gzip", "grpc-accept-encoding": "gzip" });
+      expect(answer.code).toBe(0);
+      // An answer under connect's 1 KiB threshold is sent uncompressed.
+      const [flags, length] = [answer.body[0], answer.body.readUInt32BE(1)];
+      const bytes = answer.body.subarray(5, 5 + length);
+      const traces = fromBinary(GetTracesResponseSchema, flags === 1 ? gunzipSync(bytes) : bytes).traces;
+      expect(traces.map((trace) => trace.traceId)).toEqual([late]);
+    });
   });
 
   it("connect: a truncated gzip body", async () => {
