@@ -154,8 +154,8 @@ describe("a request connect-node cannot read is INVALID_ARGUMENT", () => {
     expect(broken.code).toBe(Code.InvalidArgument);
   });
 
-  // gRPC answers a unary call without connect's streaming pipeline (patches/@connectrpc+connect+*.patch), gRPC-web
-  // through it: both read the body's envelopes the same way, and fail the same way.
+  // Both answer a unary call without connect's streaming pipeline (patches/@connectrpc+connect+*.patch), which still
+  // reads their streams: the same envelopes read the same way, the same failures.
   describe.each(["grpc", "grpc-web"] as const)("%s: a unary call's envelopes", (protocol) => {
     const message = toBinary(GetTracesRequestSchema, create(GetTracesRequestSchema, { traceId: [late] }));
     const call = (body: Uint8Array, headers: Record<string, string> = {}) => rawCall(server.baseUrl, protocol, "GetTraces", body, { enveloped: true, headers });
@@ -167,6 +167,18 @@ describe("a request connect-node cannot read is INVALID_ARGUMENT", () => {
       ["a byte after the envelope", Buffer.concat([envelope(message), Buffer.from([0])]), Code.InvalidArgument, "protocol error: incomplete envelope"],
     ])("%s: refused, with its reason", async (_what, body, code, reason) => {
       expect(await call(body)).toMatchObject({ status: 200, code, message: reason });
+    });
+
+    it("an envelope flagged as trailers: left out by gRPC-web, parsed as the message by gRPC", async () => {
+      const trailers = envelope(Buffer.from("grpc-status: 0\r\n"), 0x80);
+      const after = await call(Buffer.concat([envelope(message), trailers]));
+      const alone = await call(trailers);
+      if (protocol === "grpc-web") {
+        expect([after.code, alone.code, alone.message]).toEqual([0, Code.Unimplemented, "protocol error: missing input message for unary method"]);
+      } else {
+        expect([after.code, alone.code]).toEqual([Code.InvalidArgument, Code.InvalidArgument]);
+        expect(alone.message).toMatch(/^malformed request: parse binary: /);
+      }
     });
 
     it("the header's errors come first: an unknown compression, a malformed timeout", async () => {
