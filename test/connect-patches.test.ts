@@ -29,40 +29,35 @@ async function reasonAfterClose(listen: (handler: Handler) => http.Server | http
   }
 }
 
-describe("a call's signal when its response has closed", () => {
-  it("HTTP/1.1: a ConnectError, the same one every time", async () => {
-    const viaHttp1 = () =>
-      reasonAfterClose(
-        (handler) => http.createServer(handler),
-        (port) =>
-          new Promise((resolve, reject) => {
-            const req = http.request({ port, host: "127.0.0.1", path: "/x", agent: false }, (res) => res.resume().on("end", resolve));
-            req.on("error", reject);
-            req.end();
-          }),
-      );
-    const [first, second] = [await viaHttp1(), await viaHttp1()];
-    expect(first).toBeInstanceOf(ConnectError);
-    expect((first as ConnectError).code).toBe(Code.Canceled);
-    expect(second).toBe(first);
+/** One request over HTTP/1.1, read to its end. */
+function overHttp1(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ port, host: "127.0.0.1", path: "/x", agent: false }, (res) => res.resume().on("end", resolve));
+    req.on("error", reject);
+    req.end();
   });
+}
 
-  it("HTTP/2: a ConnectError, the same one every time", async () => {
-    const viaHttp2 = () =>
-      reasonAfterClose(
-        (handler) => http2.createServer(handler),
-        (port) =>
-          new Promise((resolve, reject) => {
-            const session = http2.connect(`http://127.0.0.1:${port}`);
-            const stream = session.request({ ":path": "/x" });
-            stream.on("error", reject);
-            stream.resume().on("end", () => {
-              session.close();
-              resolve();
-            });
-          }),
-      );
-    const [first, second] = [await viaHttp2(), await viaHttp2()];
+/** One request over HTTP/2, read to its end, its session closed. */
+function overHttp2(port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const stream = session.request({ ":path": "/x" });
+    stream.on("error", reject);
+    stream.resume().on("end", () => {
+      session.close();
+      resolve();
+    });
+  });
+}
+
+describe("a call's signal when its response has closed", () => {
+  it.each([
+    ["HTTP/1.1", (handler: Handler) => http.createServer(handler), overHttp1],
+    ["HTTP/2", (handler: Handler) => http2.createServer(handler), overHttp2],
+  ] as const)("%s: a ConnectError, the same one every time", async (_version, listen, request) => {
+    const first = await reasonAfterClose(listen, request);
+    const second = await reasonAfterClose(listen, request);
     expect(first).toBeInstanceOf(ConnectError);
     expect((first as ConnectError).code).toBe(Code.Canceled);
     expect(second).toBe(first);
