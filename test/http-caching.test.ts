@@ -46,7 +46,7 @@ describe("ETag and If-None-Match", () => {
     const first = await get(`${block}&count=2`);
     expect(first.status).toBe(200);
     const etag = first.headers.etag as string;
-    expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
+    expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]{11}"$/);
     // The v2 stamp (@extra, the answer's time) changes from one answer to the next; the ETag does not.
     for (const accept of ["identity", "gzip", "br"]) {
       const again = await get(`${block}&count=2`, { "accept-encoding": accept });

@@ -211,7 +211,7 @@ async function serve(found: Route, url: URL, req: HttpRequest, res: HttpResponse
   try {
     const answer = await found.handle(url.searchParams, context, body);
     if (await body.finish()) return;
-    const headers = { etag: answer.etag ?? (await entityTag(answer.content ?? answer.body)), "cache-control": answer.cacheControl };
+    const headers = { etag: answer.etag ?? entityTag(answer.content ?? answer.body), "cache-control": answer.cacheControl };
     // Set by the service while it answered (X-Index-Seqno); a streamed answer's head took them already (ResponseBody).
     context.responseHeader.forEach((value, name) => res.setHeader(name, value));
     if (notModified(req.headers, headers.etag)) sendNotModified(res, headers, options.compression);
