@@ -100,6 +100,36 @@ describe("postgres driver", () => {
     expect(long).toEqual({ huge, accented, ascii: "ascii" });
   });
 
+  // The patch reads bools and integers (int2, int4, oid) from the row's bytes instead of parsing a string cut for
+  // each (src/connection.js, columnKinds): the values must be what the driver's parsers give, at the types' extremes,
+  // between text values and NULLs; other numbers (float8, int8, numeric) keep their parsers, and so does a type the
+  // application parses itself.
+  it("reads bools and integers from the row's bytes as the driver's parsers would", async () => {
+    const statement = (sql: typeof database.admin) => sql`
+      select true as yes, false as no, null::bool as unknown, 0::int2 as zero, (-32768)::int2 as int2_min, 32767::int2 as int2_max,
+        'déjà vu'::text as between, (-2147483648)::int4 as int4_min, 2147483647 as int4_max, -7 as negative, null::int4 as missing,
+        4294967295::oid as oid_max, 1.5::float8 as half, (-9007199254740993)::int8 as big, 12.50::numeric as price, 'short' as word,
+        i as position, i % 2 = 0 as even
+      from generate_series(1, 2) as i order by i`;
+    const expected = [
+      { yes: true, no: false, unknown: null, zero: 0, int2_min: -32768, int2_max: 32767, between: "déjà vu", int4_min: -2147483648,
+        int4_max: 2147483647, negative: -7, missing: null, oid_max: 4294967295, half: 1.5, big: "-9007199254740993", price: "12.50",
+        word: "short", position: 1, even: false },
+    ];
+    expected.push({ ...(expected[0] as (typeof expected)[0]), position: 2, even: true });
+    expect([...(await statement(database.admin))]).toEqual(expected);
+    expect([...(await runQuery(AbortSignal.timeout(10_000), database.reader, "driver_test_kinds", (tx) => statement(tx)))]).toEqual(expected);
+    const ownParsers = postgres(database.url, {
+      max: 1,
+      types: { yesNo: { to: 16, from: [16], serialize: (x: boolean) => (x ? "t" : "f"), parse: (x: string) => (x === "t" ? "yes" : "no") } },
+    });
+    try {
+      expect([...(await ownParsers`select true as yes, false as no, 5 as five`)]).toEqual([{ yes: "yes", no: "no", five: 5 }]);
+    } finally {
+      await ownParsers.end();
+    }
+  });
+
   it("answers the next statement on a connection whose last statement failed mid-result", async () => {
     const sql = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
