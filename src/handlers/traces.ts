@@ -110,11 +110,13 @@ export async function streamTraces<T>(
   if (limit > config.maxLimit) throw new ConnectError(`limit is not allowed: ${limit} > ${config.maxLimit}`, Code.InvalidArgument);
   if (limit < 1) throw new ConnectError(`limit is not allowed: ${limit} < 1`, Code.InvalidArgument);
   const ascending = request.sort === SortOrder.ASC;
-  const cursorScope = traceCursorScope(filter, ascending);
+  // Digested only for a page that reads or makes a token: a lookup by hash, or a short page, does neither.
+  let cursorScope: Buffer | undefined;
+  const scope = () => (cursorScope ??= traceCursorScope(filter, ascending));
   let after;
   if (request.pageToken !== undefined && request.pageToken !== "") {
     if ((request.offset ?? 0) > 0) throw new ConnectError("offset cannot be combined with a cursor", Code.InvalidArgument);
-    after = decodeTraceCursor(config.cursorSecret, cursorScope, request.pageToken);
+    after = decodeTraceCursor(config.cursorSecret, scope(), request.pageToken);
   }
   const page = { limit, offset: request.offset ?? 0, ascending, after };
 
@@ -189,7 +191,7 @@ export async function streamTraces<T>(
   const [addressBook, metadata] = await (lookups ?? lookUpAddresses());
   // A short page is the last one; a full one may be, which the next request finds out at a first page's cost.
   const last = rows.length === limit ? rows[rows.length - 1] : undefined;
-  const nextPageToken = last === undefined ? "" : encodeTraceCursor(config.cursorSecret, cursorScope, tracePosition(filter, last));
+  const nextPageToken = last === undefined ? "" : encodeTraceCursor(config.cursorSecret, scope(), tracePosition(filter, last));
   return sink.end({ addressBook, metadata, nextPageToken });
 }
 
