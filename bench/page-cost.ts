@@ -5,7 +5,7 @@
 // a pass with an encoder and one without is what the encoder costs with the rows live beside it (its garbage makes
 // the collector copy them), which is what it costs in the server.
 //
-//   node --max-semi-space-size=16 --heap-growing-percent=100 --initial-old-space-size=64 --incremental-marking-soft-trigger=60 bench/page-cost.ts [--database-url URL] [--account RAW]
+//   node --max-semi-space-size=16 --heap-growing-percent=100 --initial-old-space-size=64 --incremental-marking-soft-trigger=60 --no-allocation-site-pretenuring bench/page-cost.ts [--database-url URL] [--account RAW]
 //        [--limit 100] [--pages 40] [--passes 5] [--kinds "rows only,protobuf,v3 JSON"]
 //
 // (the flags npm start gives the service). Prints, per pass and kind: CPU ms per page (the process's user + system

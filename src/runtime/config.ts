@@ -404,7 +404,7 @@ export function helpText(): string {
   return [
     "tonquery: Connect, gRPC, gRPC-web and toncenter-compatible REST over a ton-index-worker database.",
     "",
-    "Usage: npm start            (or: MALLOC_ARENA_MAX=2 node --max-semi-space-size=16 --heap-growing-percent=100 --initial-old-space-size=64 --incremental-marking-soft-trigger=60 src/main.ts [--help])",
+    "Usage: npm start            (or: MALLOC_ARENA_MAX=2 node --max-semi-space-size=16 --heap-growing-percent=100 --initial-old-space-size=64 --incremental-marking-soft-trigger=60 --no-allocation-site-pretenuring src/main.ts [--help])",
     "",
     "Configuration (environment variables):",
     ...rows,
