@@ -46,7 +46,7 @@ describe("Admission", () => {
     expect(most).toBe(2);
   });
 
-  it("runs three getBlockTransactionsExt pages of 1000 at once in the default slots, where a page of 1000 traces runs alone", async () => {
+  it("runs two getBlockTransactionsExt pages of 1000 at once in the default slots, where a page of 1000 traces runs alone", async () => {
     /** How many of `count` requests of `weight` start before any ends, in 8 slots (MAX_CONCURRENT_REQUESTS's default). */
     const startedAtOnce = async (weight: number, count: number) => {
       const admission = new Admission(8);
@@ -65,7 +65,7 @@ describe("Admission", () => {
       expect(started).toBe(count);
       return atOnce;
     };
-    expect(await startedAtOnce(blockPageWeight(1000), 5)).toBe(3);
+    expect(await startedAtOnce(blockPageWeight(1000), 5)).toBe(2);
     expect(await startedAtOnce(transactionsWeight(1000 * expectedTransactionsPerTrace), 3)).toBe(1);
     // A block page of 40 stays light: it may take a reserved slot.
     expect(blockPageWeight(40)).toBeLessThanOrEqual(1);
