@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { Admission, blockPageWeight, expectedTransactionsPerTrace, transactionsWeight } from "../src/service/admission.ts";
+import { Admission, transactionsWeight } from "../src/service/admission.ts";
 
 const never = new AbortController().signal;
 
@@ -44,31 +44,6 @@ describe("Admission", () => {
     expect(await Promise.all(runs)).toEqual([0, 1, 2, 3, 4]);
     expect(started).toEqual([0, 1, 2, 3, 4]);
     expect(most).toBe(2);
-  });
-
-  it("runs two getBlockTransactionsExt pages of 1000 at once in the default slots, where a page of 1000 traces runs alone", async () => {
-    /** How many of `count` requests of `weight` start before any ends, in 8 slots (MAX_CONCURRENT_REQUESTS's default). */
-    const startedAtOnce = async (weight: number, count: number) => {
-      const admission = new Admission(8);
-      const gate = deferred();
-      let started = 0;
-      const runs = Array.from({ length: count }, () =>
-        admission.run(never, weight, async () => {
-          started++;
-          await gate.promise;
-        }),
-      );
-      await new Promise((r) => setTimeout(r, 10));
-      const atOnce = started;
-      gate.resolve();
-      await Promise.all(runs);
-      expect(started).toBe(count);
-      return atOnce;
-    };
-    expect(await startedAtOnce(blockPageWeight(1000), 5)).toBe(2);
-    expect(await startedAtOnce(transactionsWeight(1000 * expectedTransactionsPerTrace), 3)).toBe(1);
-    // A block page of 40 stays light: it may take a reserved slot.
-    expect(blockPageWeight(40)).toBeLessThanOrEqual(1);
   });
 
   it("ends a wait when the request's signal fires, and frees the slot of a failed request", async () => {

@@ -151,7 +151,7 @@ export const settings = {
   maxConcurrentRequests: {
     env: "MAX_CONCURRENT_REQUESTS",
     default: "8",
-    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one; a getBlockTransactionsExt page's count three quarters). A quarter of them (at least one) is kept for light requests (one slot); heavy ones share the rest in arrival order (a page that turns out heavier keeps its place). The others queue; one whose queue ahead would outlast its deadline is refused at once with 503 / UNAVAILABLE and Retry-After. Bounds memory under load.",
+    help: "Slots of work served at once: a request takes one per 250 transactions it loads (at least one). A quarter of them (at least one) is kept for light requests (one slot); heavy ones share the rest in arrival order (a page that turns out heavier keeps its place). The others queue; one whose queue ahead would outlast its deadline is refused at once with 503 / UNAVAILABLE and Retry-After. Bounds memory under load.",
   },
   statementTimeoutMs: { env: "STATEMENT_TIMEOUT_MS", default: "3000", help: "Statement timeout in milliseconds; requests that exceed it fail with 504 / DEADLINE_EXCEEDED." },
   requestTimeoutMs: {

@@ -12,8 +12,8 @@ import type { AdmissionRecorder, AdmissionState } from "../observability/metrics
  * `reserved` slots, which heavy requests never hold, so it waits at most for other light requests; when those are
  * taken it queues with everybody else. The other slots are shared, granted strictly in order of arrival (a heavy
  * request at the head is not overtaken, so a stream of light ones cannot starve it), and a heavy request weighs
- * at most all of them. With the default 8 slots: 2 reserved, and one 1000-trace page, two block pages of 1000 or six
- * small ones in the 6 shared.
+ * at most all of them. With the default 8 slots: 2 reserved, and one 1000-trace page or six small ones in the 6
+ * shared.
  *
  * A request keeps its place in line for good: one that grows once it knows its real weight gives its slots back (a
  * growing request that held them while waiting for more could deadlock with another) and waits again, but ahead
@@ -437,18 +437,3 @@ export function transactionsWeight(transactions: number): number {
 
 /** A trace holds this many transactions in a typical page: the weight of a page of traces before it is read. */
 export const expectedTransactionsPerTrace = 4;
-
-/**
- * A transaction of a getBlockTransactionsExt page weighs three quarters of one in a page of traces: tonlib's form
- * carries no account states, descriptions nor decoded bodies (on the bench's 2M index a block page of 1000 answers
- * 1.8 MB of JSON where a hot account's 100-trace page, about 400 transactions, answers 1.6 MB). Weighed as a trace
- * page's, a block page of 1000 took 4 of the 6 shared slots and ran alone while a third of the two cores idled. At
- * three quarters two run at once; at a half, three, for a peak resident set 30 MB higher rather than 12 and little
- * more throughput (README, "Twenty-fifth stop").
- */
-export const blockTransactionShare = 0.75;
-
-/** The weight of a getBlockTransactionsExt page of `count` transactions (see blockTransactionShare). */
-export function blockPageWeight(count: number): number {
-  return transactionsWeight(count * blockTransactionShare);
-}

@@ -16,7 +16,7 @@ import { blockTransactionsExtResponse, defaultCount, loadBlockTransactionsExt, t
 import { blockTransactionsExtBinary } from "../encode/proto/block-transactions.ts";
 import { getMasterchainInfo } from "../handlers/masterchain-info.ts";
 import { getTraces, streamTraces, type TraceSink } from "../handlers/traces.ts";
-import { Admission, blockPageWeight, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
+import { Admission, expectedTransactionsPerTrace, type HeldSlots, transactionsWeight } from "./admission.ts";
 import { answerDelivery, type AnswerDelivery } from "./answer-delivery.ts";
 import { isSnapshotLost } from "../db/client.ts";
 import { prioritise } from "../db/connection-gate.ts";
@@ -71,13 +71,15 @@ export function createTonQueryService(deps: ServiceDeps) {
     },
     deps.telemetry === undefined ? undefined : new StreamMetrics(deps.telemetry.metrics.registry),
   );
-  const tracesLoad = (request: GetTracesRequest) => pageLoad(transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace));
+  /** A page expected to hold a slot's worth of transactions (250) or more: 100 traces, a block page of 250. */
+  const parallelReadsWeight = 1;
+  const tracesWeight = (request: GetTracesRequest) => transactionsWeight((request.limit ?? config.defaultLimit) * expectedTransactionsPerTrace);
 
   /** `requestClass`: the operation and its page size, which admission keeps fair between (see Admission). */
   const admitted = async <Response, Out>(
     requestClass: string,
     context: HandlerContext,
-    load: PageLoad,
+    weight: number,
     handle: (context: HandlerContext, slots: HeldSlots) => Promise<Response>,
     finish: Finish<Response, Out | Promise<Out>> | undefined,
     answerSent: () => boolean = nothingSent,
@@ -86,7 +88,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     const { bounded, done } = withServerDeadline(context, config.requestTimeoutMs);
     // The request's statements all go to one member, at least as fresh as its client asked (see Cluster), and all
     // read one snapshot of the index there, side by side only for a page large enough to gain from it (see SnapshotReads).
-    const route = deps.db.route(bounded.signal, minSeqno, load.parallelReads ? "parallel" : "serial");
+    const route = deps.db.route(bounded.signal, minSeqno, weight >= parallelReadsWeight ? "parallel" : "serial");
     // Set by the RPC doors, which send the answer after it is returned; the REST door sends it within the work.
     const delivery = context.values.get(answerDelivery);
     const work = async (slots: HeldSlots) => {
@@ -123,7 +125,7 @@ export function createTonQueryService(deps: ServiceDeps) {
     };
     // What is left of the deadline: a request whose turn would come too late is refused now (see Admission).
     memoryRelease.started();
-    return admission.run(bounded.signal, load.weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(() => {
+    return admission.run(bounded.signal, weight, work, { kind: requestClass, timeoutMs: bounded.timeoutMs() }).finally(() => {
       done();
       memoryRelease.ended();
     });
@@ -134,12 +136,12 @@ export function createTonQueryService(deps: ServiceDeps) {
    * once, for every door; `present` turns the rows into the door's answer once the snapshot is let go.
    */
   const adjacentTransactions = <Out>(request: GetAdjacentTransactionsRequest, context: HandlerContext, present: Finish<LoadedTransactions, Out | Promise<Out>>) =>
-    admitted<LoadedTransactions, Out>("getAdjacentTransactions", context, lightLoad, (bounded) => loadAdjacentTransactions(deps, request, bounded), present);
+    admitted<LoadedTransactions, Out>("getAdjacentTransactions", context, 0, (bounded) => loadAdjacentTransactions(deps, request, bounded), present);
   const blockTransactionsExt = <Out>(request: GetBlockTransactionsExtRequest, context: HandlerContext, present: Finish<LoadedBlockTransactions, Out | Promise<Out>>) =>
     admitted<LoadedBlockTransactions, Out>(
       `getBlockTransactionsExt/${request.count ?? defaultCount}`,
       context,
-      pageLoad(blockPageWeight(request.count ?? defaultCount), transactionsWeight(request.count ?? defaultCount)),
+      transactionsWeight(request.count ?? defaultCount),
       (bounded) => loadBlockTransactionsExt(deps, request, bounded),
       present,
     );
@@ -159,7 +161,7 @@ export function createTonQueryService(deps: ServiceDeps) {
       request: GetMasterchainInfoRequest,
       context: HandlerContext,
       finish?: Finish<GetMasterchainInfoResponse, Out>,
-    ) => admitted("getMasterchainInfo", context, lightLoad, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
+    ) => admitted("getMasterchainInfo", context, 0, (bounded) => getMasterchainInfo(deps, request, bounded), finish),
     getAdjacentTransactions: <Out = GetAdjacentTransactionsResponse>(
       request: GetAdjacentTransactionsRequest,
       context: HandlerContext,
@@ -169,7 +171,7 @@ export function createTonQueryService(deps: ServiceDeps) {
       admitted(
         `getTraces/${request.limit ?? config.defaultLimit}`,
         context,
-        tracesLoad(request),
+        tracesWeight(request),
         (bounded, slots) =>
           respondsInBinary(context) ? streamTraces(deps, request, bounded, new TracesProtoSink(), slots) : getTraces(deps, request, bounded, slots),
         finish,
@@ -206,7 +208,7 @@ export function createTonQueryService(deps: ServiceDeps) {
       admitted<T, T>(
         `getTraces/${request.limit ?? config.defaultLimit}`,
         context,
-        tracesLoad(request),
+        tracesWeight(request),
         (bounded, slots) => {
           const run: TracesRun = {
             responseHeaders: async () => exposeIndexSeqno(context.responseHeader, await deps.db.indexSeqno(bounded.signal)),
@@ -217,23 +219,6 @@ export function createTonQueryService(deps: ServiceDeps) {
         answerSent,
       ),
   };
-}
-
-/** What a request is expected to load: its weight in admission's slots, and whether its statements gain from running side by side. */
-interface PageLoad {
-  weight: number;
-  parallelReads: boolean;
-}
-
-/** A request of one or a few rows, which neither weighs on admission's shared slots nor reads in parallel. */
-const lightLoad: PageLoad = { weight: 0, parallelReads: false };
-
-/**
- * A page of `weight` slots. It reads in parallel when its transactions, weighed as a trace page's (`readsWeight`),
- * fill a slot (250) or more: 100 traces, a block page of 250; only pages that large gain from it (see SnapshotReads).
- */
-function pageLoad(weight: number, readsWeight = weight): PageLoad {
-  return { weight, parallelReads: readsWeight >= 1 };
 }
 
 /** Runs of one request when its snapshot is lost with its member: the first, and one more on another member. */
