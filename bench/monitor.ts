@@ -8,6 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import postgres from "postgres";
+import { startScript } from "../src/runtime/config.ts";
 
 const clockTicks = 100; // USER_HZ on Linux
 
@@ -250,14 +251,14 @@ export function machineCores(spent: Omit<CpuSpentMs, "eventLoop">, elapsedMs: nu
  * whose bench/server-process.js `entry` is the server under test.
  */
 export function serviceLaunch(): { env: Record<string, string>; nodeFlags: string[]; entry: string } {
-  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { scripts: { start: string } };
-  const words = manifest.scripts.start.split(/\s+/);
+  const script = startScript();
+  const words = script.split(/\s+/);
   const env: Record<string, string> = {};
   for (let assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0] ?? ""); assignment !== null; assignment = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(words[0] ?? "")) {
     env[assignment[1] as string] = assignment[2] as string;
     words.shift();
   }
-  if (words[0] !== "node") throw new Error(`package.json "start" does not run node: ${manifest.scripts.start}`);
+  if (words[0] !== "node") throw new Error(`package.json "start" does not run node: ${script}`);
   buildOnce();
   return { env, nodeFlags: words.slice(1).filter((word) => word.startsWith("--")), entry: new URL("../dist/bench/server-process.js", import.meta.url).pathname };
 }

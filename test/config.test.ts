@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, helpText, loadConfig, settings } from "../src/runtime/config.ts";
+import { ConfigError, helpText, loadConfig, settings, startCommandFromSources } from "../src/runtime/config.ts";
 import { parseProcLimits } from "../src/server/open-file-limit.ts";
 import { shardToUnsignedHex, unsignedHexToShard } from "../src/ton/shard.ts";
 
@@ -132,6 +132,13 @@ describe("configuration", () => {
   it("lists every variable in --help", () => {
     const text = helpText();
     for (const setting of Object.values(settings)) expect(text).toContain(setting.env);
+  });
+
+  it("shows in --help the command line npm start runs, with its Node flags, from the sources", () => {
+    const command = startCommandFromSources();
+    expect(command).toMatch(/^MALLOC_ARENA_MAX=2 node (--[a-z-]+(=\d+)? )+src\/main\.ts$/);
+    expect(command).toContain("--no-allocation-site-pretenuring");
+    expect(helpText()).toContain(`(or: ${command} [--help])`);
   });
 });
 

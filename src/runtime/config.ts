@@ -1,7 +1,9 @@
 // Service configuration, read from the environment so the same build runs in a container, under a
 // process manager or from `npm start`.
 
+import { readFileSync } from "node:fs";
 import { logLevels, type LogLevel } from "./log.ts";
+import { projectFile } from "./project-files.ts";
 import { openFileLimit } from "../server/open-file-limit.ts";
 import { defaultHoldMaxBytes } from "../rest/body.ts";
 
@@ -399,12 +401,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return config;
 }
 
+/** The command line `npm start` runs (package.json's start script): the one place its environment and Node flags are written. */
+export function startScript(): string {
+  const manifest = JSON.parse(readFileSync(projectFile("package.json"), "utf8")) as { scripts: { start: string } };
+  return manifest.scripts.start;
+}
+
+/** `npm start`'s command line, run from the sources. */
+export function startCommandFromSources(): string {
+  return startScript().replace("dist/src/main.js", "src/main.ts");
+}
+
 export function helpText(): string {
   const rows = Object.values(settings).map((s) => `  ${s.env.padEnd(24)}${s.help}${s.default ? ` Default: ${s.default}.` : ""}`);
   return [
     "tonquery: Connect, gRPC, gRPC-web and toncenter-compatible REST over a ton-index-worker database.",
     "",
-    "Usage: npm start            (or: MALLOC_ARENA_MAX=2 node --max-semi-space-size=16 --heap-growing-percent=100 --initial-old-space-size=64 --incremental-marking-soft-trigger=60 --no-allocation-site-pretenuring src/main.ts [--help])",
+    `Usage: npm start            (or: ${startCommandFromSources()} [--help])`,
     "",
     "Configuration (environment variables):",
     ...rows,
