@@ -7,7 +7,7 @@ import {
   GetAdjacentTransactionsResponseSchema,
 } from "../../gen/tonquery/v1/service_pb.ts";
 import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
-import { selectAddressBook } from "../db/address-book.ts";
+import { lookUpAddresses } from "../db/addresses.ts";
 import { scanTransactionRows, selectAdjacentTransactionRows, transactionRowAddresses, type TransactionRowSet } from "../db/transactions.ts";
 import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
 import type { ServiceDeps } from "../service/deps.ts";
@@ -51,6 +51,10 @@ export async function loadAdjacentTransactions(
 
   const set = await selectAdjacentTransactionRows(deps.db.sql, context.signal, hash, direction);
   if (set.rows.length === 0) throw new ConnectError("adjacent transactions not found", Code.NotFound);
-  const addressBook = await selectAddressBook(deps.db.sql, context.signal, transactionRowAddresses(set), deps.config.testnet);
+  const { addressBook } = await lookUpAddresses(deps.db.sql, context.signal, transactionRowAddresses(set), {
+    book: true,
+    metadata: false,
+    testnet: deps.config.testnet,
+  });
   return { set, bodies: pageBodyDecoding(deps.config), addressBook };
 }

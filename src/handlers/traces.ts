@@ -11,9 +11,8 @@ import type { Transaction } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { actionAddresses } from "../actions/present.ts";
 import { traceActions } from "../actions/trace-action.ts";
 import { expandActionTypes } from "../actions/types.ts";
-import { selectAddressBook } from "../db/address-book.ts";
+import { lookUpAddresses } from "../db/addresses.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
-import { selectMetadata } from "../db/metadata.ts";
 import { optional } from "../db/rows.ts";
 import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
 import { masterchainBlockExists, selectTraceRows, selectTraceTransactionRows, type TraceFilter, type TraceRow, tracePosition } from "../db/traces.ts";
@@ -149,9 +148,8 @@ export async function streamTraces<T>(
 
   const chunks = chunksOf(rows, config.traceChunkSize, (row) => (isLoadable(row) ? Number(row.nodes_ ?? 0) : 0));
   const addresses = new Set<string>();
-  const lookUpAddresses = () =>
-    Promise.all([selectAddressBook(sql, context.signal, addresses, config.testnet), selectMetadata(sql, context.signal, addresses)]);
-  let lookups: ReturnType<typeof lookUpAddresses> | undefined;
+  const lookUpPageAddresses = () => lookUpAddresses(sql, context.signal, addresses, { book: true, metadata: true, testnet: config.testnet });
+  let lookups: ReturnType<typeof lookUpPageAddresses> | undefined;
   let next = chunks.length > 0 ? loadChunk(chunks[0] as TraceRow[]) : undefined;
   for (let i = 0; next !== undefined; i++) {
     const { chunkRows, loadable, rowSet, actions } = await next;
@@ -164,7 +162,7 @@ export async function streamTraces<T>(
     for (const list of actions.values()) for (const action of list) for (const address of actionAddresses(action)) addresses.add(address);
     if (next === undefined) {
       // The page's addresses are all known once its last chunk is read: their lookups run while that chunk is built.
-      lookups = lookUpAddresses();
+      lookups = lookUpPageAddresses();
       lookups.catch(() => {});
     }
 
@@ -188,7 +186,7 @@ export async function streamTraces<T>(
     sink.chunkEnd?.();
   }
 
-  const [addressBook, metadata] = await (lookups ?? lookUpAddresses());
+  const { addressBook, metadata } = await (lookups ?? lookUpPageAddresses());
   // A short page is the last one; a full one may be, which the next request finds out at a first page's cost.
   const last = rows.length === limit ? rows[rows.length - 1] : undefined;
   const nextPageToken = last === undefined ? "" : encodeTraceCursor(config.cursorSecret, scope(), tracePosition(filter, last));

@@ -1,10 +1,9 @@
 import type { AddressMetadata, TraceAction } from "../../gen/tonquery/v1/trace_pb.ts";
 import type { AddressBookRow } from "../../gen/tonquery/v1/transaction_pb.ts";
 import { traceActions } from "../actions/trace-action.ts";
-import { selectAddressBook } from "../db/address-book.ts";
+import { lookUpAddresses } from "../db/addresses.ts";
 import { selectTraceActionRows } from "../db/actions.ts";
 import { runQuery } from "../db/client.ts";
-import { selectMetadata } from "../db/metadata.ts";
 import { selectTraceRows, selectTraceTransactionRows, type TraceRow } from "../db/traces.ts";
 import { type TransactionRow, type TransactionRowSet, transactionRowSet } from "../db/transactions.ts";
 import { type BodyDecoding, pageBodyDecoding } from "../decoding/page-bodies.ts";
@@ -166,12 +165,9 @@ export async function loadTraces(deps: ServiceDeps, signal: AbortSignal, spec: L
   for (const [key, actions] of actionSets) loaded.actions.set(key, actions);
   if (spec.addressBook || spec.metadata) {
     const addresses = new Set(addressesOf(loaded));
-    const [book, metadata] = await Promise.all([
-      spec.addressBook ? selectAddressBook(sql, signal, addresses, deps.config.testnet) : {},
-      spec.metadata ? selectMetadata(sql, signal, addresses) : {},
-    ]);
-    loaded.addressBook = book;
-    loaded.metadata = metadata;
+    const facts = await lookUpAddresses(sql, signal, addresses, { book: spec.addressBook, metadata: spec.metadata, testnet: deps.config.testnet });
+    loaded.addressBook = facts.addressBook;
+    loaded.metadata = facts.metadata;
   }
   return loaded;
 }

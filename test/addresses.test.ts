@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { selectAddressBook } from "../src/db/address-book.ts";
+import { lookUpAddresses } from "../src/db/addresses.ts";
+import { recordedIndex } from "./support/encoder-indexes.ts";
+import { scrapeMetrics } from "./support/metrics.ts";
+import { startTestServer } from "./support/server.ts";
 import { getMethodId } from "../src/ton/interfaces.ts";
 import { createTestDatabase, type TestDatabase } from "./support/database.ts";
 
@@ -15,9 +18,11 @@ const secondNftItem = "0:765409337CBA32DF7494456C68BE23A17D194431EACCA94B6542378
 const noMethodsRow = "0:D3A14A5A9406979D59B9328898591660B8B1736342B11632EFDCC911AB9057CF";
 const codeWithoutMethods = "7zGc8ZS3ltaiBLyCHYjfNu0fQYJ2wbvHcBnQkMw0nPU=";
 
-describe("address_book", () => {
+describe("the address book", () => {
   let db: TestDatabase;
   const signal = new AbortController().signal;
+  const selectAddressBook = async (addresses: string[], testnet: boolean, s = signal) =>
+    (await lookUpAddresses(db.reader, s, addresses, { book: true, metadata: false, testnet })).addressBook;
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -43,7 +48,7 @@ describe("address_book", () => {
   });
 
   it("describes every address as toncenter does", async () => {
-    const book = await selectAddressBook(db.reader, signal, [wallet, nftItem, unknownCode, neverSeen, wallet], false);
+    const book = await selectAddressBook([wallet, nftItem, unknownCode, neverSeen, wallet], false);
     const plain = Object.fromEntries(
       Object.entries(book).map(([a, r]) => [a, { user_friendly: r.userFriendly, domain: r.domain ?? null, interfaces: r.interfaces?.names ?? null }]),
     );
@@ -61,7 +66,7 @@ describe("address_book", () => {
 
   it("detects the interfaces of every address sharing a code, and keeps the order the addresses were given in", async () => {
     const given = [noMethodsRow, secondNftItem, neverSeen, nftItem, wallet];
-    const book = await selectAddressBook(db.reader, signal, given, false);
+    const book = await selectAddressBook(given, false);
     expect(Object.keys(book)).toEqual(given);
     expect(book[nftItem]?.interfaces?.names).toEqual(["editable", "nft_item"]);
     expect(book[secondNftItem]?.interfaces?.names).toEqual(["editable", "nft_item"]);
@@ -74,21 +79,77 @@ describe("address_book", () => {
     const lateCode = "LaTeC0de7ZS3ltaiBLyCHYjfNu0fQYJ2wbvHcBnQkMw=";
     const lateAccount = "0:E3A14A5A9406979D59B9328898591660B8B1736342B11632EFDCC911AB9057CF";
     await db.admin`insert into latest_account_states ${db.admin([{ account: lateAccount, hash: lateCode, code_hash: lateCode, account_status: "active" }])}`;
-    expect((await selectAddressBook(db.reader, signal, [lateAccount], false))[lateAccount]?.interfaces?.names).toEqual([]);
+    expect((await selectAddressBook([lateAccount], false))[lateAccount]?.interfaces?.names).toEqual([]);
     await db.admin`insert into contract_methods values (${lateCode}, ${[getMethodId("get_nft_data"), getMethodId("get_editor")]}::bigint[])`;
-    expect((await selectAddressBook(db.reader, signal, [lateAccount], false))[lateAccount]?.interfaces?.names).toEqual(["editable", "nft_item"]);
+    expect((await selectAddressBook([lateAccount], false))[lateAccount]?.interfaces?.names).toEqual(["editable", "nft_item"]);
     // Known now: a change to the row (which the worker never makes) is not read again.
     await db.admin`update contract_methods set methods = ${[getMethodId("some_private_method")]}::bigint[] where code_hash = ${lateCode}`;
-    expect((await selectAddressBook(db.reader, signal, [lateAccount], false))[lateAccount]?.interfaces?.names).toEqual(["editable", "nft_item"]);
+    expect((await selectAddressBook([lateAccount], false))[lateAccount]?.interfaces?.names).toEqual(["editable", "nft_item"]);
   });
 
   it("prints testnet forms when configured for testnet", async () => {
-    const book = await selectAddressBook(db.reader, signal, [wallet, nftItem], true);
+    const book = await selectAddressBook([wallet, nftItem], true);
     expect(book[wallet]?.userFriendly).toMatch(/^0Q/);
     expect(book[nftItem]?.userFriendly).toMatch(/^kQ/);
   });
 
   it("returns nothing for no addresses, without a query", async () => {
-    expect(await selectAddressBook(db.reader, AbortSignal.abort(), [], false)).toEqual({});
+    expect(await selectAddressBook([], false, AbortSignal.abort())).toEqual({});
+  });
+
+  it("reads the book and the token metadata in one statement, each part as it reads alone", async () => {
+    const master = "0:B113A994B5024A16719F69139328EB759596C38A25F59028B146FECDC3621DFE";
+    const jettonWallet = "0:C113A994B5024A16719F69139328EB759596C38A25F59028B146FECDC3621DFE";
+    await db.admin`insert into jetton_masters (address) values (${master})`;
+    await db.admin`insert into jetton_wallets (address, balance, owner, jetton) values (${jettonWallet}, 9000000, ${wallet}, ${master})`;
+    await db.admin`insert into address_metadata (address, type, valid, name, symbol) values (${master}, 'jetton_masters', true, 'Tether USD', 'USDT')`;
+    await db.admin`insert into nft_items (address, index) values (${nftItem}, 7)`;
+    const given = [wallet, jettonWallet, nftItem, neverSeen];
+    const both = await lookUpAddresses(db.reader, signal, given, { book: true, metadata: true, testnet: false });
+    const bookAlone = await lookUpAddresses(db.reader, signal, given, { book: true, metadata: false, testnet: false });
+    const metadataAlone = await lookUpAddresses(db.reader, signal, given, { book: false, metadata: true, testnet: false });
+    expect(both.addressBook).toEqual(bookAlone.addressBook);
+    expect(both.metadata).toEqual(metadataAlone.metadata);
+    expect(bookAlone.metadata).toEqual({});
+    expect(metadataAlone.addressBook).toEqual({});
+    expect(Object.keys(both.addressBook)).toEqual(given);
+    expect(both.addressBook[wallet]?.domain).toBe("short.ton");
+    // The master is looked up through its wallet; an item the metadata fetcher has not seen is not indexed.
+    const plain = Object.fromEntries(
+      Object.entries(both.metadata).map(([address, m]) => [address, { indexed: m.isIndexed, tokens: m.tokenInfo.map((t) => [t.type, t.name ?? null, t.nftIndex ?? null, t.extra ?? null]) }]),
+    );
+    expect(plain).toEqual({
+      [jettonWallet]: { indexed: true, tokens: [["jetton_wallets", null, null, { balance: "9000000", jetton: master, owner: wallet }]] },
+      [master]: { indexed: true, tokens: [["jetton_masters", "Tether USD", null, null]] },
+      [nftItem]: { indexed: false, tokens: [["nft_items", null, "7", null]] },
+    });
+    expect(await lookUpAddresses(db.reader, signal, given, { book: false, metadata: false, testnet: false })).toEqual({ addressBook: {}, metadata: {} });
+  });
+});
+
+describe("a page of traces", () => {
+  let recorded: TestDatabase;
+  beforeAll(async () => {
+    recorded = await recordedIndex();
+  });
+  afterAll(async () => {
+    await recorded?.drop();
+  });
+
+  it("looks up its addresses' book and metadata in one statement", async () => {
+    const server = await startTestServer(recorded.url);
+    try {
+      const page = await server.rest("/api/v3/traces?account=UQCgf9xAc0HumzY_N2Lgk5oQk3_pL7N04GT0KaP-H7upN-qH&limit=10");
+      expect(page.status).toBe(200);
+      const body = page.body as { address_book: Record<string, unknown> };
+      expect(Object.keys(body.address_book).length).toBeGreaterThan(1);
+      // Every statement that reads what the answer says of its addresses, but the method ids of codes not met before.
+      const lookups = (await scrapeMetrics(server.baseUrl))
+        .samples("tonquery_db_statement_duration_seconds_count")
+        .filter((sample) => /address|metadata/.test(sample.labels?.statement ?? "") && sample.labels?.statement !== "address_book_methods");
+      expect(lookups.map((sample) => [sample.labels?.statement, Number(sample.value)])).toEqual([["address_lookups", 1]]);
+    } finally {
+      await server.close();
+    }
   });
 });
