@@ -1,9 +1,8 @@
 import { runQuery, type Sql } from "./client.ts";
 import {
   selectMessageRows,
-  selectStateRows,
-  selectTransactionRows,
-  type TransactionRow,
+  selectTransactionRowsWithStates,
+  type TransactionRowWithStates,
   type TransactionRowSet,
   transactionRowSet,
 } from "./transactions.ts";
@@ -155,20 +154,18 @@ function afterPosition(sql: Sql, key: ReturnType<Sql>, position: TracePosition, 
  * their states and messages are read by trace id beside them, in the same round.
  */
 export async function selectTraceTransactionRows(sql: Sql, signal: AbortSignal, traceIds: readonly string[]): Promise<TransactionRowSet> {
-  if (traceIds.length === 0) return transactionRowSet([], [], []);
-  const owners = { traceIds };
-  const [rows, states, messages] = await Promise.all([
+  if (traceIds.length === 0) return transactionRowSet([], []);
+  const [rows, messages] = await Promise.all([
     runQuery(
       signal,
       sql,
       "trace_transactions",
-      (tx) => tx<TransactionRow[]>`
-        ${selectTransactionRows(sql)}
+      (tx) => tx<TransactionRowWithStates[]>`
+        ${selectTransactionRowsWithStates(sql)}
         where T.trace_id = any(${traceIds as string[]}::text[]::tonhash[])
         order by T.trace_id, T.lt, T.account`,
     ),
-    selectStateRows(sql, signal, owners),
-    selectMessageRows(sql, signal, owners),
+    selectMessageRows(sql, signal, { traceIds }),
   ]);
-  return transactionRowSet(rows, states, messages);
+  return transactionRowSet(rows, messages);
 }

@@ -5,13 +5,21 @@ import type { BodyDecoding } from "../decoding/page-bodies.ts";
 import { mapInTurns } from "../runtime/event-loop.ts";
 import { runQuery, type Sql } from "./client.ts";
 import type { ExtraCurrenciesJson, MessagesTableRow, TransactionsTableRow } from "./tables.ts";
-import { columnValues, optional, rowsBy } from "./rows.ts";
+import { columnValues, optional } from "./rows.ts";
 
 // Transactions with everything toncenter nests in them (states, messages, bodies), loaded for a whole page
-// in a fixed number of statements: the transaction rows, then their states and their messages in parallel.
+// in a fixed number of statements: the transaction rows with their account states, and their messages beside them.
 
 /** A `transactions` row (select T.*) plus the external hash of its trace. */
 export type TransactionRow = TransactionsTableRow & { trace_external_hash: string | null };
+
+/** The columns of an account state, as read with a transaction (see selectTransactionRowsWithStates), for one side. */
+type StateColumns<Side extends string> = {
+  [Column in keyof Omit<AccountStateRow, "hash"> as `${Side}_state_${Column}`]: AccountStateRow[Column];
+} & { [Kept in `${Side}_state_kept`]: boolean };
+
+/** A transaction row with its account states before and after (see selectTransactionRowsWithStates). */
+export type TransactionRowWithStates = TransactionRow & StateColumns<"before"> & StateColumns<"after">;
 
 export type AccountStateRow = {
   hash: string;
@@ -41,6 +49,27 @@ export function selectTransactionRows(sql: Sql) {
     left join traces E on E.trace_id = T.trace_id`;
 }
 
+/**
+ * The head of a selection of transactions as the v3 API shows them: the row, its trace's external hash and its
+ * account states before and after, joined (primary-key lookups) rather than read by a statement of their own, which
+ * cost a request the statement and PostgreSQL a second scan of the same transactions to find the states' hashes.
+ * A state the index did not keep (the worker skips nonexist states) comes with `_kept` false.
+ */
+export function selectTransactionRowsWithStates(sql: Sql) {
+  return sql`
+    select T.*, E.external_hash as trace_external_hash,
+      SB.hash is not null as before_state_kept, SB.balance as before_state_balance,
+      SB.balance_extra_currencies as before_state_balance_extra_currencies, SB.account_status as before_state_account_status,
+      SB.frozen_hash as before_state_frozen_hash, SB.data_hash as before_state_data_hash, SB.code_hash as before_state_code_hash,
+      SA.hash is not null as after_state_kept, SA.balance as after_state_balance,
+      SA.balance_extra_currencies as after_state_balance_extra_currencies, SA.account_status as after_state_account_status,
+      SA.frozen_hash as after_state_frozen_hash, SA.data_hash as after_state_data_hash, SA.code_hash as after_state_code_hash
+    from transactions T
+    left join traces E on E.trace_id = T.trace_id
+    left join account_states SB on SB.hash = T.account_state_hash_before
+    left join account_states SA on SA.hash = T.account_state_hash_after`;
+}
+
 /** Transactions by hash (index transactions_index_6), ordered by lt. */
 export async function selectTransactionsByHash(
   sql: Sql,
@@ -53,7 +82,7 @@ export async function selectTransactionsByHash(
     signal,
     sql,
     "transactions_by_hash",
-    (tx) => tx<TransactionRow[]>`${selectTransactionRows(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
+    (tx) => tx<TransactionRowWithStates[]>`${selectTransactionRowsWithStates(sql)} where T.hash = any(${hashes}::text[]::tonhash[]) order by T.lt, T.hash`,
   );
   return completeTransactions(sql, signal, rows, bodies);
 }
@@ -72,8 +101,8 @@ export async function selectAdjacentTransactionRows(
     signal,
     sql,
     "adjacent_transactions",
-    (tx) => tx<TransactionRow[]>`
-      ${selectTransactionRows(sql)}
+    (tx) => tx<TransactionRowWithStates[]>`
+      ${selectTransactionRowsWithStates(sql)}
       where (T.hash, T.lt) in (
         select M2.tx_hash, M2.tx_lt
         from messages M1
@@ -100,39 +129,22 @@ function ownedBy(sql: Sql, table: "T" | "M", owners: TransactionOwners) {
   return table === "T" ? sql`T.trace_id = any(${traceIds})` : sql`M.trace_id = any(${traceIds})`;
 }
 
-/** The account states before and after the given transactions. */
-export function selectStateRows(sql: Sql, signal: AbortSignal, owners: TransactionOwners): Promise<readonly AccountStateRow[]> {
-  return runQuery(
-    signal,
-    sql,
-    "account_states",
-    (tx) => tx<AccountStateRow[]>`
-      select S.hash, S.balance, S.balance_extra_currencies, S.account_status, S.frozen_hash, S.data_hash, S.code_hash
-      from account_states S
-      where S.hash in (
-        select T.account_state_hash_before from transactions T where ${ownedBy(sql, "T", owners)}
-        union
-        select T.account_state_hash_after from transactions T where ${ownedBy(sql, "T", owners)})`,
-  );
-}
-
-/** Turns transaction rows into full Transactions: two more statements, whatever the number of rows. */
+/** Turns transaction rows into full Transactions: one more statement, whatever the number of rows. */
 async function completeTransactions(
   sql: Sql,
   signal: AbortSignal,
-  rows: readonly TransactionRow[],
+  rows: readonly TransactionRowWithStates[],
   bodies: BodyDecoding,
 ): Promise<Transaction[]> {
   if (rows.length === 0) return [];
   return scanTransactionRows(await completeTransactionRows(sql, signal, rows), bodies);
 }
 
-/** Transaction rows with their states and messages: two more statements, whatever the number of rows. */
-async function completeTransactionRows(sql: Sql, signal: AbortSignal, rows: readonly TransactionRow[]): Promise<TransactionRowSet> {
-  if (rows.length === 0) return transactionRowSet(rows, [], []);
+/** Transaction rows (with their states) and their messages: one more statement, whatever the number of rows. */
+async function completeTransactionRows(sql: Sql, signal: AbortSignal, rows: readonly TransactionRowWithStates[]): Promise<TransactionRowSet> {
+  if (rows.length === 0) return transactionRowSet(rows, []);
   const owners = { txHashes: [...new Set(columnValues(rows, "hash"))] };
-  const [states, messages] = await Promise.all([selectStateRows(sql, signal, owners), selectMessageRows(sql, signal, owners)]);
-  return transactionRowSet(rows, states, messages);
+  return transactionRowSet(rows, await selectMessageRows(sql, signal, owners));
 }
 
 /**
@@ -145,12 +157,40 @@ export interface TransactionRowSet {
   messagesByTx: ReadonlyMap<string, TransactionMessages>;
 }
 
-export function transactionRowSet(
-  rows: readonly TransactionRow[],
-  states: readonly AccountStateRow[],
-  messages: readonly MessageRow[],
-): TransactionRowSet {
-  return { rows, stateByHash: rowsBy(states, "hash"), messagesByTx: groupMessages(messages) };
+export function transactionRowSet(rows: readonly TransactionRowWithStates[], messages: readonly MessageRow[]): TransactionRowSet {
+  return { rows, stateByHash: statesOf(rows), messagesByTx: groupMessages(messages) };
+}
+
+/** The account states the rows were read with, by hash: a state the index did not keep is absent. */
+function statesOf(rows: readonly TransactionRowWithStates[]): Map<string, AccountStateRow> {
+  const states = new Map<string, AccountStateRow>();
+  for (const row of rows) {
+    const before = row.account_state_hash_before;
+    if (row.before_state_kept && before !== null && !states.has(before)) {
+      states.set(before, {
+        hash: before,
+        balance: row.before_state_balance,
+        balance_extra_currencies: row.before_state_balance_extra_currencies,
+        account_status: row.before_state_account_status,
+        frozen_hash: row.before_state_frozen_hash,
+        data_hash: row.before_state_data_hash,
+        code_hash: row.before_state_code_hash,
+      });
+    }
+    const after = row.account_state_hash_after;
+    if (row.after_state_kept && after !== null && !states.has(after)) {
+      states.set(after, {
+        hash: after,
+        balance: row.after_state_balance,
+        balance_extra_currencies: row.after_state_balance_extra_currencies,
+        account_status: row.after_state_account_status,
+        frozen_hash: row.after_state_frozen_hash,
+        data_hash: row.after_state_data_hash,
+        code_hash: row.after_state_code_hash,
+      });
+    }
+  }
+  return states;
 }
 
 const noMessages: TransactionMessages = { inMsg: undefined, outMsgs: [] };

@@ -136,7 +136,7 @@ export async function loadTraces(deps: ServiceDeps, signal: AbortSignal, spec: L
   const loaded: LoadedTraces = {
     rows: new Map(),
     transactionRows: new Map(),
-    rowSet: transactionRowSet([], [], []),
+    rowSet: transactionRowSet([], []),
     bodies,
     actions: new Map(),
     addressBook: {},
