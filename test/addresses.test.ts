@@ -148,7 +148,7 @@ describe("a page of traces", () => {
       const statements = (await scrapeMetrics(server.baseUrl))
         .samples("tonquery_db_statement_duration_seconds_count")
         .filter((sample) => !["address_book_methods", "index_seqno"].includes(sample.labels?.statement ?? ""))
-        .map((sample) => [sample.labels?.statement, Number(sample.value)]);
+        .map((sample) => [sample.labels?.statement, Number(sample.value)] as const);
       expect(new Map(statements)).toEqual(
         new Map([
           ["trace_page", 1],

@@ -165,32 +165,31 @@ export function transactionRowSet(rows: readonly TransactionRowWithStates[], mes
 function statesOf(rows: readonly TransactionRowWithStates[]): Map<string, AccountStateRow> {
   const states = new Map<string, AccountStateRow>();
   for (const row of rows) {
-    const before = row.account_state_hash_before;
-    if (row.before_state_kept && before !== null && !states.has(before)) {
-      states.set(before, {
-        hash: before,
-        balance: row.before_state_balance,
-        balance_extra_currencies: row.before_state_balance_extra_currencies,
-        account_status: row.before_state_account_status,
-        frozen_hash: row.before_state_frozen_hash,
-        data_hash: row.before_state_data_hash,
-        code_hash: row.before_state_code_hash,
-      });
+    if (row.before_state_kept) {
+      keepState(states, row.account_state_hash_before, row.before_state_balance, row.before_state_balance_extra_currencies,
+        row.before_state_account_status, row.before_state_frozen_hash, row.before_state_data_hash, row.before_state_code_hash);
     }
-    const after = row.account_state_hash_after;
-    if (row.after_state_kept && after !== null && !states.has(after)) {
-      states.set(after, {
-        hash: after,
-        balance: row.after_state_balance,
-        balance_extra_currencies: row.after_state_balance_extra_currencies,
-        account_status: row.after_state_account_status,
-        frozen_hash: row.after_state_frozen_hash,
-        data_hash: row.after_state_data_hash,
-        code_hash: row.after_state_code_hash,
-      });
+    if (row.after_state_kept) {
+      keepState(states, row.account_state_hash_after, row.after_state_balance, row.after_state_balance_extra_currencies,
+        row.after_state_account_status, row.after_state_frozen_hash, row.after_state_data_hash, row.after_state_code_hash);
     }
   }
   return states;
+}
+
+function keepState(
+  states: Map<string, AccountStateRow>,
+  hash: string | null,
+  balance: AccountStateRow["balance"],
+  extraCurrencies: ExtraCurrenciesJson,
+  status: AccountStateRow["account_status"],
+  frozenHash: string | null,
+  dataHash: string | null,
+  codeHash: string | null,
+): void {
+  if (hash === null || states.has(hash)) return;
+  const state = { hash, balance, balance_extra_currencies: extraCurrencies, account_status: status, frozen_hash: frozenHash, data_hash: dataHash, code_hash: codeHash };
+  states.set(hash, state);
 }
 
 const noMessages: TransactionMessages = { inMsg: undefined, outMsgs: [] };
