@@ -151,7 +151,7 @@ function afterPosition(sql: Sql, key: ReturnType<Sql>, position: TracePosition, 
 
 /**
  * The rows of every transaction of the given traces, in trace order (lt, then account), as toncenter lists them;
- * their states and messages are read by trace id beside them, in the same round.
+ * with their account states, and their messages read by trace id beside them, in the same round.
  */
 export async function selectTraceTransactionRows(sql: Sql, signal: AbortSignal, traceIds: readonly string[]): Promise<TransactionRowSet> {
   if (traceIds.length === 0) return transactionRowSet([], []);

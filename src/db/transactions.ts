@@ -114,19 +114,16 @@ export async function selectAdjacentTransactionRows(
 }
 
 /**
- * Whose account states and messages to read: transactions named by hash, or every transaction of some traces.
- * By trace, the statements need not wait for the transaction rows and run beside them: one round fewer.
+ * Whose messages to read: transactions named by hash, or every transaction of some traces. By trace, the statement
+ * need not wait for the transaction rows and runs beside them: one round fewer.
  */
 export type TransactionOwners = { txHashes: readonly string[] } | { traceIds: readonly string[] };
 
-/** The condition naming the owners, on transactions (T) or messages (M). */
-function ownedBy(sql: Sql, table: "T" | "M", owners: TransactionOwners) {
-  if ("txHashes" in owners) {
-    const hashes = sql`${owners.txHashes as string[]}::text[]::tonhash[]`;
-    return table === "T" ? sql`T.hash = any(${hashes})` : sql`M.tx_hash = any(${hashes})`;
-  }
-  const traceIds = sql`${owners.traceIds as string[]}::text[]::tonhash[]`;
-  return table === "T" ? sql`T.trace_id = any(${traceIds})` : sql`M.trace_id = any(${traceIds})`;
+/** The condition naming the owners' messages (M). */
+function ownedBy(sql: Sql, owners: TransactionOwners) {
+  return "txHashes" in owners
+    ? sql`M.tx_hash = any(${owners.txHashes as string[]}::text[]::tonhash[])`
+    : sql`M.trace_id = any(${owners.traceIds as string[]}::text[]::tonhash[])`;
 }
 
 /** Turns transaction rows into full Transactions: one more statement, whatever the number of rows. */
@@ -258,7 +255,7 @@ export async function selectMessageRows(
       from messages M
       left join message_contents B on B.hash = M.body_hash
       left join message_contents I on I.hash = M.init_state_hash
-      where ${ownedBy(sql, "M", owners)}
+      where ${ownedBy(sql, owners)}
       order by M.tx_hash, M.created_lt nulls first, M.msg_hash`,
   );
   if (byTrace && counterparts) await pairCounterparts(sql, signal, rows);

@@ -87,7 +87,7 @@ export function getTraces(deps: ServiceDeps, request: GetTracesRequest, context:
 /**
  * The page of traces the request asks for, handed to `sink` trace by trace, read a chunk at a time (at most
  * TRACE_CHUNK_SIZE traces and `chunkTransactions` transactions, see chunksOf): each chunk costs the same few
- * statements (transactions, then states and messages, with actions alongside), the next chunk is read while the sink
+ * statements (transactions with their account states, their messages and actions alongside), the next chunk is read while the sink
  * takes the traces of the current one, and a chunk's rows are dropped once it is built, so a 1000-trace page never
  * holds all its rows at once. A sink that answers with a promise (backpressure) is waited for: the read-ahead stays
  * one chunk, so the page is read no faster than the sink's receiver takes it.
