@@ -95,9 +95,12 @@ export async function lookUpAddresses(sql: Sql, signal: AbortSignal, addresses: 
         join dns_entries D on D.nft_item_owner = U.owner
         where D.nft_item_owner = D.dns_wallet
         order by D.nft_item_owner, length(D.domain)) Domains`;
+    // Named as the book's first branch names them: without the book, a union's column names are this branch's.
     const tokenParts = tx`
-      select 2, W.address, null::tonhash, null::boolean, null::varchar, 'jetton_wallets'::text, W.balance, W.owner,
-        W.jetton, null::text, true, null::varchar, null::varchar, null::varchar, null::varchar, null::jsonb, null::boolean, null::boolean
+      select 2 as part, W.address, null::tonhash as code_hash, null::boolean as has_methods, null::varchar as domain,
+        'jetton_wallets'::text as type, W.balance, W.owner, W.jetton, null::text as nft_index, true as valid, null::varchar as name,
+        null::varchar as symbol, null::varchar as description, null::varchar as image, null::jsonb as extra,
+        null::boolean as is_nsfw, null::boolean as is_scam
       from wallets W
       union all
       select 2, X.address, null::tonhash, null::boolean, null::varchar, X.type, null::text, null::tonaddr, null::tonaddr,
@@ -120,15 +123,11 @@ export async function lookUpAddresses(sql: Sql, signal: AbortSignal, addresses: 
         union
         select jetton from wallets where jetton is not null
       )`;
-    // The token parts alone: a union's column names are its first branch's, here theirs (wrapped to name them).
-    const tokenPartsFirst = tx`
-      select * from (${tokenParts}) Tokens(part, address, code_hash, has_methods, domain, type, balance, owner, jetton, nft_index,
-        valid, name, symbol, description, image, extra, is_nsfw, is_scam)`;
     return tx<AddressRow[]>`
       with A as (select ${accounts}::text[]::tonaddr[] as accounts)${lookup.metadata ? tokenLists : tx``}
       ${lookup.book ? bookParts : tx``}
       ${lookup.book && lookup.metadata ? tx`union all` : tx``}
-      ${lookup.metadata ? (lookup.book ? tokenParts : tokenPartsFirst) : tx``}
+      ${lookup.metadata ? tokenParts : tx``}
       order by part, address, type`;
   });
   return {
