@@ -93,4 +93,41 @@ describe("a self-encoded response", () => {
     expect(pages.map((page) => (page.bytes.buffer as ArrayBuffer).byteLength > 0)).toEqual([true, true, true, true, false]);
     expect(drained).toHaveLength(4);
   });
+  it("starts a later small page in a sent small page's buffer, and in the first buffer a large page grew out of; never in another answer's", () => {
+    // Drain whatever earlier tests of this process left kept.
+    Array.from({ length: 40 }, () => pageOf(3));
+    const small = pageOf(3);
+    const smallBuffer = small.bytes.buffer as ArrayBuffer;
+    expect(smallBuffer.resizable).toBe(false);
+    const message = selfEncoded({}, small.bytes);
+    releaseOwnEncoding(message);
+    releaseOwnEncoding(message);
+    // The next small page is written into it from its start, and is right; released twice, it was kept once.
+    const next = pageOf(3, 5);
+    expect(next.bytes.buffer).toBe(smallBuffer);
+    expect(Buffer.from(next.bytes).equals(Buffer.concat(next.parts))).toBe(true);
+    expect(pageOf(3).bytes.buffer).not.toBe(smallBuffer);
+
+    // A page that grew past its first buffer left that buffer to the next page at once.
+    const grown = new PageBytes();
+    const firstPart = new Uint8Array(1000).fill(1);
+    grown.append(firstPart);
+    const started = pageOf(3);
+    releaseOwnEncoding(selfEncoded({}, started.bytes));
+    const startedBuffer = started.bytes.buffer;
+    const large = new PageBytes();
+    large.append(new Uint8Array(1000).fill(2));
+    large.append(new Uint8Array(40_000).fill(3));
+    const largeBytes = large.finish();
+    expect((largeBytes.buffer as ArrayBuffer).resizable).toBe(true);
+    expect(pageOf(3).bytes.buffer).toBe(startedBuffer);
+    expect(Buffer.from(largeBytes).equals(Buffer.concat([new Uint8Array(1000).fill(2), new Uint8Array(40_000).fill(3)]))).toBe(true);
+
+    // Bytes joined for selfEncodedWithItems are that message's alone: released, they start no page.
+    const joined = selfEncodedWithItems(GetTracesResponseSchema, {}, GetTracesResponseSchema.field.traces.number, [new Uint8Array(32 * 1024 - 8)]);
+    const joinedBuffer = binaryOf(GetTracesResponseSchema, joined).buffer;
+    releaseOwnEncoding(joined);
+    expect(pageOf(3).bytes.buffer).not.toBe(joinedBuffer);
+    expect(grown.finish().byteLength).toBe(1000);
+  });
 });
