@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { DecodedContent } from "../../../gen/tonquery/v1/transaction_pb.ts";
-import { ProtoWriter } from "./writer.ts";
+import { type ProtoWriter, ReusedWriter } from "./writer.ts";
 
 /*
  * DecodedContent written by hand. Its `data` is a google.protobuf.Struct, which protobuf-es keeps as a plain
@@ -13,7 +13,7 @@ import { ProtoWriter } from "./writer.ts";
 
 const delimited = new WeakMap<DecodedContent, Uint8Array>();
 // One writer for every content: its buffer is kept from one content to the next.
-const shared = new ProtoWriter();
+const shared = new ReusedWriter();
 
 /** The bytes of the DecodedContent message, as `toBinary(DecodedContentSchema, content)` writes them. */
 export function encodeDecodedContent(content: DecodedContent): Uint8Array {
@@ -28,8 +28,7 @@ export function delimitedDecodedContent(content: DecodedContent): Uint8Array {
   let bytes = delimited.get(content);
   if (bytes === undefined) {
     // Started over each time: a content too deep to write (its stack overflowed) leaves the writer half-written.
-    const writer = shared;
-    writer.reset();
+    const writer = shared.begin();
     writer.forkBare();
     if (content.type !== "") writer.string(1, content.type);
     if (content.comment !== undefined) writer.string(2, content.comment);
@@ -40,6 +39,7 @@ export function delimitedDecodedContent(content: DecodedContent): Uint8Array {
     }
     writer.join();
     bytes = writer.finish();
+    shared.end();
     delimited.set(content, bytes);
   }
   return bytes;

@@ -1,7 +1,7 @@
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
-import { lengthDelimited, ProtoWriter } from "./writer.ts";
+import { lengthDelimited, ProtoWriter, ReusedWriter } from "./writer.ts";
 
 // A response message that carries its own protobuf binary: a page the encoders of this folder wrote straight from the
 // rows. connect serialises a unary response with toBinary, which copied such a page twice more (into a writer that
@@ -113,13 +113,13 @@ export class PageBytes {
    * writer. `write` is best a module function: a closure made per page is optimised again for each page under load.
    */
   appendOccurrences<T, C>(field: number, items: Iterable<T>, write: (w: ProtoWriter, item: T, context: C) => void, context: C): void {
-    const w = new ProtoWriter();
     for (const item of items) {
-      w.reset();
+      const w = occurrences.begin();
       w.fork(field);
       write(w, item, context);
       w.join();
       this.append(w.view());
+      occurrences.end();
     }
   }
 
@@ -128,6 +128,9 @@ export class PageBytes {
     return afterEnvelopeRoom(this.#buffer, this.#length - envelopeHeaderBytes);
   }
 }
+
+/** The writer every page's items are written with, one at a time (see appendOccurrences). */
+const occurrences = new ReusedWriter();
 
 type SelfEncoded = { [ownEncoding]?: Uint8Array };
 
@@ -183,7 +186,7 @@ export function assertSelfEncodingSupported(method: DescMethodUnary): void {
  * answer.
  */
 export function selfEncodedWithItems<Desc extends DescMessage>(schema: Desc, fields: MessageInitShape<Desc>, no: number, items: readonly Uint8Array[]): MessageShape<Desc> {
-  const tag = new ProtoWriter();
+  const tag = new ProtoWriter(16);
   tag.tag(no, lengthDelimited);
   const tagBytes = tag.finish();
   const message = create(schema, fields);

@@ -9,7 +9,7 @@ import { writeStruct } from "./decoded-content.ts";
 import { implicitBool, implicitInt64, implicitString, optionalBool, optionalInt32, optionalInt64, optionalString } from "./fields.ts";
 import { writeTransaction } from "./transaction.ts";
 import { PageBytes, selfEncoded } from "./own-encoding.ts";
-import { ProtoWriter } from "./writer.ts";
+import { type ProtoWriter, ReusedWriter } from "./writer.ts";
 
 // The protobuf binary of a tonquery.v1.Trace, written from the rows the data layer read (see LoadedTrace): the one
 // place where the typed API's binary doors (gRPC, gRPC-web, Connect with protobuf) write a trace. Byte for byte what
@@ -103,19 +103,16 @@ export function writeTrace(w: ProtoWriter, loaded: LoadedTrace): void {
   }
 }
 
-/** Past this, a trace's buffer is let go after the trace rather than kept for the next one. */
-const keptBufferBytes = 4 * 1024 * 1024;
 // One writer for every trace written (each is written in one go, synchronously): its buffer is reused.
-let shared = new ProtoWriter();
+const shared = new ReusedWriter();
 
 /**
  * The loaded trace written into the shared writer, which it returns: as a message, preceded by its length, or as an
  * occurrence of field `field` (its tag, its length, the message). What it wrote stays there until the next trace.
  */
 function writeShared(loaded: LoadedTrace, framing: "message" | "delimited" | { field: number }): ProtoWriter {
-  const w = shared;
   // Started over each time: a trace that failed half-written (an action's Struct too deep) leaves nothing behind.
-  w.reset();
+  const w = shared.begin();
   if (framing === "message") writeTrace(w, loaded);
   else {
     if (framing === "delimited") w.forkBare();
@@ -123,7 +120,7 @@ function writeShared(loaded: LoadedTrace, framing: "message" | "delimited" | { f
     writeTrace(w, loaded);
     w.join();
   }
-  if (w.capacity() > keptBufferBytes) shared = new ProtoWriter();
+  shared.end();
   return w;
 }
 
