@@ -260,13 +260,17 @@ function untilSent(delivery: AnswerDelivery, context: HandlerContext, fallbackTi
  */
 function withServerDeadline(context: HandlerContext, timeoutMs: number): { bounded: HandlerContext; done: () => void } {
   if (context.timeoutMs() !== undefined) return { bounded: context, done: () => {} };
+  // Followed by a listener rather than joined by AbortSignal.any, whose weak references cost the collector: the
+  // call's signal lives no longer than the call, so the listener goes with it.
   const deadline = new AbortController();
+  if (context.signal.aborted) deadline.abort(context.signal.reason);
+  else context.signal.addEventListener("abort", () => deadline.abort(context.signal.reason), { once: true });
   const ends = Date.now() + timeoutMs;
   const timer = setTimeout(
     () => deadline.abort(new ConnectError(`the request took longer than the server's deadline of ${timeoutMs} ms`, Code.DeadlineExceeded)),
     timeoutMs,
   );
-  const bounded: HandlerContext = { ...context, signal: AbortSignal.any([context.signal, deadline.signal]), timeoutMs: () => ends - Date.now() };
+  const bounded: HandlerContext = { ...context, signal: deadline.signal, timeoutMs: () => ends - Date.now() };
   return { bounded, done: () => clearTimeout(timer) };
 }
 
