@@ -323,8 +323,10 @@ describe("postgres driver", () => {
       upstream.on("data", (chunk: Buffer) => {
         queue = queue.then(async () => {
           for (let at = 0; at < chunk.length; ) {
-            // 1 to 23 bytes: inside a message's type, its length, a value's length, a value.
-            const size = 1 + (cut++ * 7) % 23;
+            // 1 to 23 bytes: inside a message's type, its length, a value's length, a value; every fifth read
+            // 700 to 2,200 bytes: the end of a cut message, whole messages, and the start of the next one.
+            const size = cut % 5 === 4 ? 700 + ((cut * 131) % 1500) : 1 + ((cut * 7) % 23);
+            cut++;
             client.write(chunk.subarray(at, at + size));
             at += size;
             await new Promise((resolve) => setImmediate(resolve));
