@@ -12,6 +12,12 @@ export interface BenchOptions {
   durationMs: number;
   /** Unmeasured time before it, at the same concurrency. */
   warmupMs: number;
+  /**
+   * Unmeasured time, in all, for which every case is sent over every protocol (and replayed as the floor) before the
+   * first measured run, and to a server started again after a crash: V8 compiles the code a request runs over its
+   * first seconds of work, which is not what the runs compare (0: none).
+   */
+  serverWarmupMs: number;
   /** A run also stops after this many measured requests (0 = no bound). */
   maxRequests: number;
   /** Hard bound of a run's measured phase, drain included: requests still in flight are aborted (censored). */
@@ -58,6 +64,10 @@ bench/results/<timestamp>.json and bench/results/latest.md.
   --database-url URL      index database (default: $DATABASE_URL or postgres://postgres@127.0.0.1:5432/tonquery_bench)
   --duration-ms N         measured time per (case, protocol, concurrency) run (default 2500)
   --warmup-ms N           unmeasured warm-up before each run (default 500)
+  --server-warmup-ms N    before the first measured run, every chosen case is sent over every chosen protocol
+                          (and replayed as the floor) at concurrency 4, this long in all, unmeasured: the runs
+                          then measure a service that has compiled its code, as one that has been up for a while
+                          has, not its first seconds (default 20000; --quick 5000; 0: none)
   --max-requests N        also stop a run after N measured requests (default 0 = no bound)
   --max-run-ms N          hard bound of a run, drain included; requests still in flight are aborted and
                           count as slower than that (default 20000)
@@ -114,6 +124,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
       "database-url": { type: "string" },
       "duration-ms": { type: "string" },
       "warmup-ms": { type: "string" },
+      "server-warmup-ms": { type: "string" },
       "max-requests": { type: "string" },
       "max-run-ms": { type: "string" },
       concurrency: { type: "string" },
@@ -158,6 +169,7 @@ export function parseOptions(argv: string[]): BenchOptions | undefined {
     databaseUrl: values["database-url"] ?? defaultDatabaseUrl,
     durationMs: wholeNumber(values["duration-ms"] ?? (quick ? "1000" : "2500"), "--duration-ms"),
     warmupMs: wholeNumber(values["warmup-ms"] ?? (quick ? "200" : "500"), "--warmup-ms"),
+    serverWarmupMs: wholeNumber(values["server-warmup-ms"] ?? (quick ? "5000" : "20000"), "--server-warmup-ms"),
     maxRequests: wholeNumber(values["max-requests"] ?? "0", "--max-requests"),
     maxRunMs: wholeNumber(values["max-run-ms"] ?? "20000", "--max-run-ms"),
     concurrency: numberList(values.concurrency ?? (quick ? "1,16" : "1,16,64"), "--concurrency"),
