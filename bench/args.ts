@@ -99,10 +99,10 @@ bench/results/<timestamp>.json and bench/results/latest.md.
   --list                  print the cases chosen from the data and exit
   --quick                 for iteration (under 3 min on a 200k index): checks the same targets on the cases
                           they judge, without the compressed, deep and large pages (see inQuickBench in
-                          cases.ts); defaults become --duration-ms 1000 --warmup-ms 200 --concurrency 1,16
-                          --protocols rest,grpc --no-explain, the mixed load runs only when --cases names it, and
-                          each run also prints one JSON line {"case","door","p50_ms","p99_ms","floor_p50_ms",
-                          "ratio"}; explicit flags (--cases included) still win
+                          cases.ts); defaults become --duration-ms 1000 --warmup-ms 200 --server-warmup-ms 5000
+                          --concurrency 1,16 --protocols rest,grpc --no-explain, the mixed load runs only when
+                          --cases names it, and each run also prints one JSON line {"case","door","p50_ms",
+                          "p99_ms","floor_p50_ms","ratio"}; explicit flags (--cases included) still win
 `;
 
 function numberList(value: string, name: string): number[] {

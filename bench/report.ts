@@ -159,6 +159,12 @@ export function failuresText(stats: LatencyStats): string {
 
 const failedCount = (stats: LatencyStats) => stats.errors + stats.deadlineExceeded + stats.censored;
 
+/** Whether the server and the floor's client were warmed with every case first (--server-warmup-ms; runs before it had no such option). */
+function serverWarmup(options: BenchResult["options"]): string {
+  const ms = options.serverWarmupMs ?? 0;
+  return ms > 0 ? `after every case was sent over every protocol and replayed as the floor for ${ms} ms (--server-warmup-ms)` : "the server not warmed with every case first";
+}
+
 function writerText(w: NonNullable<MixedLoadResult["writer"]>): string {
   return `live writer: ${fmt(w.batchesPerSecond, 1)} masterchain blocks/s committed (${w.rate}/s asked), ${fmt(w.transactionsPerSecond, 0)} transactions/s`;
 }
@@ -603,7 +609,7 @@ export function markdown(result: BenchResult): string {
   out.push(
     "",
     `Machine: ${env.cpus} CPUs (${env.cpuModel}), node ${env.node}, ${env.postgres}. Server pool ${result.server.poolSize} connections.`,
-    `Runs: ${result.options.warmupMs} ms warm-up + ${result.options.durationMs} ms measured per (case, protocol, concurrency), client mode "${result.options.client}". Whole bench ${fmt(result.durationS / 60, 1)} min.`,
+    `Runs: ${result.options.warmupMs} ms warm-up + ${result.options.durationMs} ms measured per (case, protocol, concurrency), client mode "${result.options.client}", ${serverWarmup(result.options)}. Whole bench ${fmt(result.durationS / 60, 1)} min.`,
     "",
     "## Targets",
   );
