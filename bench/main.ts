@@ -116,9 +116,9 @@ const warmUpConcurrency = 4;
  * options.serverWarmupMs in all, in two passes so that each path runs again after the others have. A server's first
  * seconds of work are V8 compiling and re-compiling what a request runs (a sixth of its CPU on masterchainInfo's
  * first run after start, which then gave 3,928 req/s against 5,654 and 6,548 for the same run repeated), and code
- * compiled for the first case alone is faster than code that has served them all (masterchainInfo over REST: 0.14
- * against 0.22 ms of server CPU). The runs compare a service that has been up for a while, serving everything, with
- * its floor, so the bench's own client and driver, and the floor's PostgreSQL backends, warm up too.
+ * compiled for the first case alone is faster than code that has served them all (masterchainInfo over REST: about
+ * 12 % less server CPU per request, profiled). The runs compare a service that has been up for a while, serving
+ * everything, with its floor, so the bench's own client and driver, and the floor's PostgreSQL backends, warm up too.
  */
 async function warmUp(cases: readonly BenchCase[], captures: ReadonlyMap<string, Capture>, options: BenchOptions, port: number, floorDb: ReturnType<typeof openDatabase> | undefined): Promise<void> {
   if (options.serverWarmupMs === 0 || cases.length === 0) return;
