@@ -292,12 +292,20 @@ export async function startServer(databaseUrl: string, env: Record<string, strin
     else process.stderr.write(`${line}\n`);
   });
   const ready = await new Promise<{ port: number; poolSize: number }>((resolve, reject) => {
+    // A node flag may print to stdout before the server listens (--trace-deopt, --log-deopt): those lines are
+    // passed on, and the first line that starts a JSON object is the server's.
     const lines = createInterface({ input: child.stdout! });
-    lines.once("line", (line) => {
+    let listening = false;
+    lines.on("line", (line) => {
+      if (listening || !line.startsWith("{")) {
+        process.stderr.write(`${line}\n`);
+        return;
+      }
+      listening = true;
       try {
         resolve(JSON.parse(line) as { port: number; poolSize: number });
       } catch {
-        reject(new Error(`unexpected first line from the server process: ${line}`));
+        reject(new Error(`unexpected line from the server process: ${line}`));
       }
     });
     child.once("exit", (code) => reject(new Error(`the server process exited with ${code} before listening`)));
